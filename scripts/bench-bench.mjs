@@ -18,7 +18,8 @@ import { BIN as bin, freePort, hasTaskset, pin, startSim } from './lib/sim.mjs';
 import { percentile as pct, median } from '../dist/bench/stats.js';
 
 const parts = process.argv.slice(2).length ? process.argv.slice(2) : ['accuracy', 'capacity', 'lag', 'profile'];
-const sim = (args, core = 0, env = {}) => startSim(['--max-model-len', '16384', '--max-num-seqs', '1024', ...args], { core, env });
+const sim = (args, core = 0, env = {}) =>
+  startSim(['--max-model-len', '16384', '--max-num-seqs', '1024', ...args], { core, env });
 
 function bench(args, core = 1, env = {}) {
   const [cmd, argv] = pin(core, [process.execPath, bin, 'bench', ...args]);
@@ -40,7 +41,11 @@ if (parts.includes('accuracy')) {
   // own; against the trace it is the client's own (request and answer transit, parsing, timing).
   const traceDir = mkdtempSync(join(tmpdir(), 'sparkctl-benchbench-'));
   const tracePath = join(traceDir, 'sim-trace.jsonl');
-  const s = await sim(['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '0', '--sim-fault', 'slow:10'], 0, { SPARKCTL_SIM_TRACE: tracePath });
+  const s = await sim(
+    ['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '0', '--sim-fault', 'slow:10'],
+    0,
+    { SPARKCTL_SIM_TRACE: tracePath },
+  );
   const r = await bench([
     '--url',
     s.url,
@@ -79,10 +84,24 @@ if (parts.includes('accuracy')) {
     valid: j.sparkctl.valid,
     invalid_reasons: j.sparkctl.invalid_reasons,
     truth_ms: truth,
-    ttft_ms: { p50: r2(j.p50_ttft_ms), p99: r2(j.p99_ttft_ms), err_p50: r2(j.p50_ttft_ms - truth.ttft), err_p99: r2(j.p99_ttft_ms - truth.ttft) },
-    itl_ms: { p50: r2(j.p50_itl_ms), p99: r2(j.p99_itl_ms), err_p50: r2(j.p50_itl_ms - truth.itl), err_p99: r2(j.p99_itl_ms - truth.itl) },
+    ttft_ms: {
+      p50: r2(j.p50_ttft_ms),
+      p99: r2(j.p99_ttft_ms),
+      err_p50: r2(j.p50_ttft_ms - truth.ttft),
+      err_p99: r2(j.p99_ttft_ms - truth.ttft),
+    },
+    itl_ms: {
+      p50: r2(j.p50_itl_ms),
+      p99: r2(j.p99_itl_ms),
+      err_p50: r2(j.p50_itl_ms - truth.itl),
+      err_p99: r2(j.p99_itl_ms - truth.itl),
+    },
     targets: 'within 2 ms at p50, 5 ms at p99',
-    met: Math.abs(j.p50_ttft_ms - truth.ttft) <= 2 && Math.abs(j.p50_itl_ms - truth.itl) <= 2 && Math.abs(j.p99_ttft_ms - truth.ttft) <= 5 && Math.abs(j.p99_itl_ms - truth.itl) <= 5,
+    met:
+      Math.abs(j.p50_ttft_ms - truth.ttft) <= 2 &&
+      Math.abs(j.p50_itl_ms - truth.itl) <= 2 &&
+      Math.abs(j.p99_ttft_ms - truth.ttft) <= 5 &&
+      Math.abs(j.p99_itl_ms - truth.itl) <= 5,
     client: { sendLagP99Ms: r2(j.sparkctl.client.sendLagP99Ms), loopDelayP99Ms: r2(j.sparkctl.client.loopDelayP99Ms) },
     // what the simulator really did for the measured requests, and bench's own share of the error
     simulator_ms: {
@@ -172,7 +191,23 @@ if (parts.includes('capacity')) {
 
 if (parts.includes('lag')) {
   const s = await sim(['--sim-time-factor', '0']);
-  const r = await bench(['--url', s.url, '--rate', '1000', '--requests', '3000', '--input-len', '5', '--output-len', '1', '--warmup', '50', '--scrape-interval', '0', '--json']);
+  const r = await bench([
+    '--url',
+    s.url,
+    '--rate',
+    '1000',
+    '--requests',
+    '3000',
+    '--input-len',
+    '5',
+    '--output-len',
+    '1',
+    '--warmup',
+    '50',
+    '--scrape-interval',
+    '0',
+    '--json',
+  ]);
   s.stop();
   const j = JSON.parse(r.out).result;
   report.lag = {
@@ -196,7 +231,20 @@ if (parts.includes('profile')) {
   const serve = await new Promise((resolve) => {
     const c = spawn(
       process.execPath,
-      [bin, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--skip-preflight'],
+      [
+        bin,
+        'serve',
+        'qwen3.5-9b',
+        '--engine',
+        'sim',
+        '--set',
+        `server.port=${port}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--set',
+        'parallel.replicas=1',
+        '--skip-preflight',
+      ],
       { env: { ...process.env, ...env, NO_COLOR: '1' } },
     );
     let err = '';
@@ -208,7 +256,12 @@ if (parts.includes('profile')) {
   const args = ['qwen3.5-9b', '--concurrency', '64', '--requests', '500', '--input-len', '1024', '--output-len', '128'];
   const human = await bench(args, 1, env);
   const json = await bench([...args, '--json'], 1, env);
-  await new Promise((r) => spawn(process.execPath, [bin, 'stop', '--all', '--grace', '5'], { env: { ...process.env, ...env }, stdio: 'ignore' }).on('close', r));
+  await new Promise((r) =>
+    spawn(process.execPath, [bin, 'stop', '--all', '--grace', '5'], {
+      env: { ...process.env, ...env },
+      stdio: 'ignore',
+    }).on('close', r),
+  );
   rmSync(state, { recursive: true, force: true });
   console.log(`$ sparkctl bench ${args.join(' ')}`);
   console.log(human.out);

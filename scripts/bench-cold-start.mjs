@@ -14,7 +14,17 @@
 //
 //   flock /tmp/heavy.lock node scripts/bench-cold-start.mjs [--rounds N] [--out FILE.json] [--logs DIR]
 import { spawn, execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync, openSync, readFileSync, readdirSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+  existsSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+} from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
@@ -75,7 +85,22 @@ async function plain(round) {
   const launchedAt = Date.now();
   const child = spawn(
     VLLM,
-    ['serve', MODEL, '--served-model-name', 'tiny-qwen3', '--max-model-len', '512', '--dtype', 'bfloat16', '--kv-cache-memory-bytes', '33554432', '--host', '127.0.0.1', '--port', String(port)],
+    [
+      'serve',
+      MODEL,
+      '--served-model-name',
+      'tiny-qwen3',
+      '--max-model-len',
+      '512',
+      '--dtype',
+      'bfloat16',
+      '--kv-cache-memory-bytes',
+      '33554432',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+    ],
     { env, detached: true, stdio: ['ignore', log, log] },
   );
   let readyS;
@@ -135,7 +160,13 @@ function sparkctl(args, env) {
   const t0 = performance.now();
   let out = '';
   try {
-    out = execFileSync(process.execPath, [BIN, ...args], { env, cwd: ROOT, maxBuffer: 64 << 20, timeout: 900_000, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+    out = execFileSync(process.execPath, [BIN, ...args], {
+      env,
+      cwd: ROOT,
+      maxBuffer: 64 << 20,
+      timeout: 900_000,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }).toString();
   } catch (e) {
     out = e.stdout?.toString() ?? '';
     if (!out) throw new Error(`sparkctl ${args[0]} failed: ${e.stderr?.toString().slice(-2000)}`);
@@ -147,7 +178,13 @@ function sparkctl(args, env) {
 const figures = (j) => {
   const r = j.replicas?.[0];
   const s = r?.start;
-  return { status: j.status, readyS: s?.readyMs / 1000, firstTokenS: s?.firstTokenMs / 1000, compile: s?.compile, phases: s?.phases };
+  return {
+    status: j.status,
+    readyS: s?.readyMs / 1000,
+    firstTokenS: s?.firstTokenMs / 1000,
+    compile: s?.compile,
+    phases: s?.phases,
+  };
 };
 
 /** sparkctl's first start (its own empty cache folder and state for this round) and its restart. */
@@ -155,7 +192,20 @@ async function sparkctlPair(round, load) {
   const port = await freePort();
   const state = join(tmp, `state-${round}`);
   const env = { ...process.env, SPARKCTL_STATE_DIR: state, SPARKCTL_CACHE_DIR: join(tmp, `sparkctl-caches-${round}`) };
-  const common = ['--profiles', 'test/real-vllm/profiles', '--engine', 'vllm', '--vllm-bin', VLLM, '--skip-preflight', '--set', `server.port=${port}`, '--set', 'engine.enforceEager=false', '--json'];
+  const common = [
+    '--profiles',
+    'test/real-vllm/profiles',
+    '--engine',
+    'vllm',
+    '--vllm-bin',
+    VLLM,
+    '--skip-preflight',
+    '--set',
+    `server.port=${port}`,
+    '--set',
+    'engine.enforceEager=false',
+    '--json',
+  ];
   const out = {};
   try {
     console.error(`round ${round}: sparkctl serve (first start, empty cache folder) ..., load ${load()}`);
@@ -170,7 +220,8 @@ async function sparkctlPair(round, load) {
     } catch {}
     if (logsDir) {
       const logs = join(state, 'logs');
-      for (const f of existsSync(logs) ? readdirSync(logs) : []) cpSync(join(logs, f), join(logsDir, `sparkctl-${round}-${f}`));
+      for (const f of existsSync(logs) ? readdirSync(logs) : [])
+        cpSync(join(logs, f), join(logsDir, `sparkctl-${round}-${f}`));
     }
   }
   return out;
@@ -179,7 +230,9 @@ async function sparkctlPair(round, load) {
 const cell = (r) => [
   r.readyS?.toFixed(1) ?? '?',
   r.firstTokenS?.toFixed(1) ?? '?',
-  r.compile ? `${r.compile.cache ?? 'no hit/miss line'}, ${(r.compile.seconds ?? r.compile.clockSeconds)?.toFixed(1) ?? '?'} s` : '-',
+  r.compile
+    ? `${r.compile.cache ?? 'no hit/miss line'}, ${(r.compile.seconds ?? r.compile.clockSeconds)?.toFixed(1) ?? '?'} s`
+    : '-',
   r.load ?? '?',
 ];
 
@@ -205,7 +258,9 @@ async function main() {
     all.push(row);
   }
   const cores = execFileSync('nproc').toString().trim();
-  console.log(`vLLM ${execFileSync(VLLM, ['--version']).toString().trim().split('\n').pop()} (CPU build), ${cores} cores, ${new Date().toISOString()}`);
+  console.log(
+    `vLLM ${execFileSync(VLLM, ['--version']).toString().trim().split('\n').pop()} (CPU build), ${cores} cores, ${new Date().toISOString()}`,
+  );
   const table = [['round', 'start', 'API up (s)', 'first token (s)', 'compile', 'load']];
   for (const row of all)
     for (const [n, r] of [
@@ -214,7 +269,14 @@ async function main() {
       ['sparkctl restart', row.restart],
     ])
       table.push([`${row.round} (${row.order})`, n, ...cell(r)]);
-  for (const r of table) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : i === 1 ? c.padEnd(22) : i === 4 ? `  ${c.padEnd(22)}` : c.padStart(16))).join(''));
+  for (const r of table)
+    console.log(
+      r
+        .map((c, i) =>
+          i === 0 ? c.padEnd(22) : i === 1 ? c.padEnd(22) : i === 4 ? `  ${c.padEnd(22)}` : c.padStart(16),
+        )
+        .join(''),
+    );
   const mean = (k, f) => all.reduce((a, row) => a + (row[k][f] ?? Number.NaN), 0) / all.length;
   if (all.length > 1)
     console.log(
@@ -222,7 +284,10 @@ async function main() {
     );
   for (const row of all)
     for (const n of ['plain', 'first', 'restart'])
-      if (row[n].phases) console.log(`${row.round} ${n.padEnd(8)} phases: ${row[n].phases.map((p) => `${p.id} ${(p.atMs / 1000).toFixed(1)}`).join(', ')}`);
+      if (row[n].phases)
+        console.log(
+          `${row.round} ${n.padEnd(8)} phases: ${row[n].phases.map((p) => `${p.id} ${(p.atMs / 1000).toFixed(1)}`).join(', ')}`,
+        );
   if (outFile) writeFileSync(outFile, JSON.stringify(all, null, 2));
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -64,16 +64,29 @@ if (args.includes('--skip-ci')) {
   row('npm ci (steady: over the first)', timed('npm ci', 'npm', ['ci', '--no-audit', '--no-fund']).s);
 }
 const port = await basePort();
-const serveArgv = ['sparkctl', 'serve', 'qwen3.5-9b', '--engine', 'sim', ...(port === 8000 ? [] : ['--set', `server.port=${port}`])];
+const serveArgv = [
+  'sparkctl',
+  'serve',
+  'qwen3.5-9b',
+  '--engine',
+  'sim',
+  ...(port === 8000 ? [] : ['--set', `server.port=${port}`]),
+];
 const env = { ...process.env, SPARKCTL_STATE_DIR: state };
 for (const run of ['first: fresh state', 'steady: same state']) {
   const r = timed('serve', 'npx', serveArgv, { env });
   const ready = /replica\(s\) in ([\d.]+ ?m?s)/.exec(r.out)?.[1];
   const took = /serve took ([^\n]+)/.exec(r.out)?.[1];
-  row(`serve qwen3.5-9b --engine sim (${run})`, r.s, [ready && `ready in ${ready}`, took && `serve took ${took}`].filter(Boolean).join('; '));
+  row(
+    `serve qwen3.5-9b --engine sim (${run})`,
+    r.s,
+    [ready && `ready in ${ready}`, took && `serve took ${took}`].filter(Boolean).join('; '),
+  );
   timed('stop', 'npx', ['sparkctl', 'stop', 'qwen3.5-9b'], { env });
 }
-console.log(`| what | wall | serve said |\n|---|---|---|\n${rows.map((r) => `| ${r.what} | ${r.wall} | ${r.said} |`).join('\n')}`);
+console.log(
+  `| what | wall | serve said |\n|---|---|---|\n${rows.map((r) => `| ${r.what} | ${r.wall} | ${r.said} |`).join('\n')}`,
+);
 console.log(
   `\n${cacheNote}; load average after: ${loadavg()
     .map((l) => l.toFixed(1))

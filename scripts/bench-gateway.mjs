@@ -19,7 +19,15 @@ import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, hasTaskset, startSim } from './lib/sim.mjs';
-import { startHaproxy, completionBody, interleaved, p50p99, ceiling as ceilingOf, streamBody, interleavedTtft } from './lib/proxy-bench.mjs';
+import {
+  startHaproxy,
+  completionBody,
+  interleaved,
+  p50p99,
+  ceiling as ceilingOf,
+  streamBody,
+  interleavedTtft,
+} from './lib/proxy-bench.mjs';
 import { spread } from './lib/stats.mjs';
 
 const TTFT = process.argv[2] === 'ttft';
@@ -28,19 +36,32 @@ const seconds = Number(process.argv[3] ?? 8);
 const connections = Number(process.argv[4] ?? 32);
 const rounds = Number(process.argv[5] ?? 3);
 const { GatewaySettings, planGateway } = await import('../dist/gateway/plan.js');
-const { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody } = await import('../dist/gateway/config.js');
+const { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody } = await import(
+  '../dist/gateway/config.js'
+);
 const { USAGE_LUA } = await import('../dist/gateway/usage.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-const sim = await startSim(TTFT ? ['--max-model-len', '4096'] : ['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 });
+const sim = await startSim(TTFT ? ['--max-model-len', '4096'] : ['--sim-time-factor', '0', '--max-model-len', '4096'], {
+  core: 0,
+});
 const MODEL = 'Qwen/Qwen3.5-9B';
 
 async function startGateway(routing, admission = true, noDelay = true, usage = true) {
   const port = await freePort();
-  const s = GatewaySettings.parse({ port, statsPort: await freePort(), wakerPort: await freePort(), balance: admission ? 'prefix' : 'leastconn' });
+  const s = GatewaySettings.parse({
+    port,
+    statsPort: await freePort(),
+    wakerPort: await freePort(),
+    balance: admission ? 'prefix' : 'leastconn',
+  });
   const other = { name: 'other-0', profile: 'other', servedName: 'other-model', host: '127.0.0.1', port: 1, argv: [] };
-  const plan = planGateway(s, [{ name: 'bench-0', profile: 'bench', servedName: MODEL, host: '127.0.0.1', port: sim.port, argv: [] }, other], join(dir, String(port)));
+  const plan = planGateway(
+    s,
+    [{ name: 'bench-0', profile: 'bench', servedName: MODEL, host: '127.0.0.1', port: sim.port, argv: [] }, other],
+    join(dir, String(port)),
+  );
   mkdirSync(plan.dir, { recursive: true });
   // the usage filter as the keeper runs it when HAProxy has Lua (src/gateway/usage.ts); its log lines
   // go to stderr here (the keeper reads them from a pipe): one write per request either way
@@ -56,11 +77,16 @@ async function startGateway(routing, admission = true, noDelay = true, usage = t
       .split('\n')
       .filter((l) => !/json_query|map\(|set-var|use_backend|lf-file|names no model|X-Sparkctl/.test(l))
       .join('\n')
-      .replace('frontend gateway\n', `frontend gateway\n    default_backend ${plan.models.find((m) => m.name === MODEL).backend}\n`);
-    if (cfg === before || cfg.includes('json_query')) throw new Error('the routing lines this variant removes are no longer there');
+      .replace(
+        'frontend gateway\n',
+        `frontend gateway\n    default_backend ${plan.models.find((m) => m.name === MODEL).backend}\n`,
+      );
+    if (cfg === before || cfg.includes('json_query'))
+      throw new Error('the routing lines this variant removes are no longer there');
   }
   if (!admission) {
-    // the gateway as it was before admission and prefix routing (issue 46): no 429 rule, no maxconn, no http-error, leastconn
+    // the gateway as it was before admission and prefix routing (issue 46): no 429 rule, no maxconn, no http-error,
+    // leastconn
     const before = cfg;
     cfg = cfg
       .split('\n')
@@ -70,7 +96,8 @@ async function startGateway(routing, admission = true, noDelay = true, usage = t
     if (cfg === before) throw new Error('the admission lines this variant removes are no longer there');
   }
   if (!noDelay) {
-    if (!cfg.includes('    option http-no-delay\n')) throw new Error('the config no longer has the http-no-delay line this variant removes');
+    if (!cfg.includes('    option http-no-delay\n'))
+      throw new Error('the config no longer has the http-no-delay line this variant removes');
     cfg = cfg.replace('    option http-no-delay\n', '');
   }
   writeFileSync(plan.files.models, modelsJson(plan));
@@ -105,7 +132,22 @@ if (TTFT) {
   const without = await startGateway(true, true, false);
   const [d, g, w] = (await interleavedTtft([sim.port, withIt.port, without.port], N, streamBody(MODEL))).map(p50p99);
   const added = (x) => ({ p50: +(x.p50 - d.p50).toFixed(3), p99: +(x.p99 - d.p99).toFixed(3) });
-  console.log(JSON.stringify({ ttftMs: { streams: N, direct: d, gateway: g, gatewayWithoutHttpNoDelay: w, addedByGateway: added(g), addedWithoutHttpNoDelay: added(w) } }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        ttftMs: {
+          streams: N,
+          direct: d,
+          gateway: g,
+          gatewayWithoutHttpNoDelay: w,
+          addedByGateway: added(g),
+          addedWithoutHttpNoDelay: added(w),
+        },
+      },
+      null,
+      2,
+    ),
+  );
   withIt.stop();
   without.stop();
   sim.stop();
@@ -119,7 +161,14 @@ const noUsage = await startGateway(true, true, true, false);
 const all = [];
 for (let i = 0; i < rounds; i++) {
   const lat = await latency(routed.port, plain.port, bare.port, noUsage.port);
-  all.push({ latency: lat, throughput: { direct: await ceiling(sim.port), gateway: await ceiling(routed.port), gatewayWithoutRouting: await ceiling(plain.port) } });
+  all.push({
+    latency: lat,
+    throughput: {
+      direct: await ceiling(sim.port),
+      gateway: await ceiling(routed.port),
+      gatewayWithoutRouting: await ceiling(plain.port),
+    },
+  });
   process.stderr.write(
     `round ${i + 1}/${rounds}: +${lat.addedByGatewayMs.p50} ms p50 through the gateway, json_query ${lat.jsonQueryAndMapMs.p50} ms, admission + prefix hash + usage ${lat.admissionAndPrefixMs.p50} ms, usage filter ${lat.usageFilterMs.p50} ms\n`,
   );
@@ -138,11 +187,28 @@ console.log(
       latencyRequestsPerRound: N,
       summary: {
         note: 'min / median / max over the rounds; ms except reqPerSec',
-        p50: { direct: over((r) => r.latency.direct.p50), gateway: over((r) => r.latency.gateway.p50), gatewayWithoutRouting: over((r) => r.latency.gatewayWithoutRouting.p50) },
-        p99: { direct: over((r) => r.latency.direct.p99), gateway: over((r) => r.latency.gateway.p99), gatewayWithoutRouting: over((r) => r.latency.gatewayWithoutRouting.p99) },
-        addedByGatewayMs: { p50: over((r) => r.latency.addedByGatewayMs.p50), p99: over((r) => r.latency.addedByGatewayMs.p99) },
-        jsonQueryAndMapMs: { p50: over((r) => r.latency.jsonQueryAndMapMs.p50), p99: over((r) => r.latency.jsonQueryAndMapMs.p99) },
-        admissionAndPrefixMs: { p50: over((r) => r.latency.admissionAndPrefixMs.p50), p99: over((r) => r.latency.admissionAndPrefixMs.p99) },
+        p50: {
+          direct: over((r) => r.latency.direct.p50),
+          gateway: over((r) => r.latency.gateway.p50),
+          gatewayWithoutRouting: over((r) => r.latency.gatewayWithoutRouting.p50),
+        },
+        p99: {
+          direct: over((r) => r.latency.direct.p99),
+          gateway: over((r) => r.latency.gateway.p99),
+          gatewayWithoutRouting: over((r) => r.latency.gatewayWithoutRouting.p99),
+        },
+        addedByGatewayMs: {
+          p50: over((r) => r.latency.addedByGatewayMs.p50),
+          p99: over((r) => r.latency.addedByGatewayMs.p99),
+        },
+        jsonQueryAndMapMs: {
+          p50: over((r) => r.latency.jsonQueryAndMapMs.p50),
+          p99: over((r) => r.latency.jsonQueryAndMapMs.p99),
+        },
+        admissionAndPrefixMs: {
+          p50: over((r) => r.latency.admissionAndPrefixMs.p50),
+          p99: over((r) => r.latency.admissionAndPrefixMs.p99),
+        },
         usageFilterMs: { p50: over((r) => r.latency.usageFilterMs.p50), p99: over((r) => r.latency.usageFilterMs.p99) },
         reqPerSec: {
           connections,

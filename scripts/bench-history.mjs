@@ -25,16 +25,37 @@ for (let k = 0; k < N; k++) {
     profile: 'qwen-prod',
     verdict: 'healthy',
     ms: 120,
-    steps: ['live', 'identity', 'inference', 'metrics', 'gpu', 'auth'].map((step) => ({ step, status: 'pass', detail: '', ms: 10 })),
+    steps: ['live', 'identity', 'inference', 'metrics', 'gpu', 'auth'].map((step) => ({
+      step,
+      status: 'pass',
+      detail: '',
+      ms: 10,
+    })),
     ngpu: 8,
     vllm: {
-      counters: { prompt: k * 5000, generation: k * 1200, finished: { stop: k * 9, length: k, abort: 0 }, preemptions: 0, prefixHits: k * 100, prefixQueries: k * 400 },
+      counters: {
+        prompt: k * 5000,
+        generation: k * 1200,
+        finished: { stop: k * 9, length: k, abort: 0 },
+        preemptions: 0,
+        prefixHits: k * 100,
+        prefixQueries: k * 400,
+      },
       gauges: { running: 12, waiting: 0, kv: 0.4 },
       ttft: h,
       itl: h,
       start: 1,
     },
-    gpus: Array.from({ length: 8 }, (_, i) => ({ i, util: 78, mem: 132000, memTotal: 143771, temp: 66, power: 610, ecc: 0, xid: 0 })),
+    gpus: Array.from({ length: 8 }, (_, i) => ({
+      i,
+      util: 78,
+      mem: 132000,
+      memTotal: 143771,
+      temp: 66,
+      power: 610,
+      ecc: 0,
+      xid: 0,
+    })),
   });
   appendSample(dir, s, undefined, t0 + k * 300_000);
 }

@@ -22,12 +22,29 @@ import { freePort } from './lib/sim.mjs';
 import { CPU_VLLM, copyTinyPair, simServe } from './lib/serve-args.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const { values: a } = parseArgs({ options: { engine: { type: 'string', default: 'sim' }, swaps: { type: 'string', default: '4' }, json: { type: 'boolean', default: false } } });
+const { values: a } = parseArgs({
+  options: {
+    engine: { type: 'string', default: 'sim' },
+    swaps: { type: 'string', default: '4' },
+    json: { type: 'boolean', default: false },
+  },
+});
 const swapsWanted = Number(a.swaps);
 const work = mkdtempSync(join(tmpdir(), 'bench-ondemand-'));
-const env = { ...process.env, SPARKCTL_STATE_DIR: join(work, 'state'), NO_COLOR: '1', SPARKCTL_SIM_LOAD_SECONDS: process.env.SPARKCTL_SIM_LOAD_SECONDS ?? '2' };
+const env = {
+  ...process.env,
+  SPARKCTL_STATE_DIR: join(work, 'state'),
+  NO_COLOR: '1',
+  SPARKCTL_SIM_LOAD_SECONDS: process.env.SPARKCTL_SIM_LOAD_SECONDS ?? '2',
+};
 const sparkctl = (args, timeout = 120_000) =>
-  execFileSync(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), ...args], { env, cwd: ROOT, encoding: 'utf8', timeout, stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), ...args], {
+    env,
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 const log = (s) => process.stderr.write(`bench-ondemand: ${s}\n`);
 let cleaned = false;
 function cleanup(code = 0) {
@@ -60,7 +77,17 @@ function modelsFor(engine, sleep) {
     const dir = join(work, 'profiles');
     mkdirSync(dir, { recursive: true });
     copyTinyPair(join(ROOT, 'test', 'real-vllm', 'profiles'), dir);
-    const common = ['--profiles', dir, '--engine', 'vllm', '--vllm-bin', '.venv-vllm/bin/vllm', '--skip-preflight', '--no-prewarm', ...CPU_VLLM];
+    const common = [
+      '--profiles',
+      dir,
+      '--engine',
+      'vllm',
+      '--vllm-bin',
+      '.venv-vllm/bin/vllm',
+      '--skip-preflight',
+      '--no-prewarm',
+      ...CPU_VLLM,
+    ];
     // the same tiny model twice: a second served name and port make it a second model
     return {
       names: ['tiny-qwen3', 'tiny-b'],
@@ -71,10 +98,17 @@ function modelsFor(engine, sleep) {
       gpuMemory: '3GiB',
     };
   }
-  const s = (p, share, gpu, extra = []) => [...simServe({ port: p, gpu, share, replicas: 1, tensor: 1 }), ...(sleep ? ['--set', 'server.sleepMode=true'] : []), ...extra];
+  const s = (p, share, gpu, extra = []) => [
+    ...simServe({ port: p, gpu, share, replicas: 1, tensor: 1 }),
+    ...(sleep ? ['--set', 'server.sleepMode=true'] : []),
+    ...extra,
+  ];
   return {
     names: ['qwen-dev', 'coder-b'],
-    models: { 'qwen-dev': { serve: s(base + 10, 0.6, 0) }, 'qwen3.5-9b-code': { serve: s(base + 11, 0.6, 2, ['--set', 'model.servedName=coder-b']) } },
+    models: {
+      'qwen-dev': { serve: s(base + 10, 0.6, 0) },
+      'qwen3.5-9b-code': { serve: s(base + 11, 0.6, 2, ['--set', 'model.servedName=coder-b']) },
+    },
     gpuMemory: '80GiB',
   };
 }
@@ -90,7 +124,8 @@ async function firstToken(model) {
   });
   if (r.status !== 200) throw new Error(`${model}: HTTP ${r.status}: ${(await r.text()).slice(0, 300)}`);
   let first;
-  for await (const chunk of r.body) if (first === undefined && String(Buffer.from(chunk)).includes('"choices"')) first = performance.now() - t0;
+  for await (const chunk of r.body)
+    if (first === undefined && String(Buffer.from(chunk)).includes('"choices"')) first = performance.now() - t0;
   return { firstMs: Math.round(first ?? performance.now() - t0), totalMs: Math.round(performance.now() - t0) };
 }
 
@@ -108,7 +143,17 @@ async function run(evict) {
   port = await freePort();
   const m = modelsFor(a.engine, evict !== 'stop');
   const cfg = join(work, `gateway-${evict}.json`);
-  writeFileSync(cfg, JSON.stringify({ gateway: { port, checkIntervalMs: 500, models: m.models, onDemand: { gpuMemory: m.gpuMemory, evict, startTimeout: '30m' } } }));
+  writeFileSync(
+    cfg,
+    JSON.stringify({
+      gateway: {
+        port,
+        checkIntervalMs: 500,
+        models: m.models,
+        onDemand: { gpuMemory: m.gpuMemory, evict, startTimeout: '30m' },
+      },
+    }),
+  );
   sparkctl(['gateway', 'up', '--config', cfg]);
   log(`${evict}: first start of each, then ${swapsWanted} swaps`);
   const cold = [];
@@ -119,7 +164,12 @@ async function run(evict) {
     const before = swaps().length;
     const t = await firstToken(n);
     const parts = swaps().slice(before);
-    swapped.push({ model: n, ...t, evictMs: parts.find((p) => p.what === 'evict')?.ms, startMs: parts.find((p) => p.what === 'start')?.ms });
+    swapped.push({
+      model: n,
+      ...t,
+      evictMs: parts.find((p) => p.what === 'evict')?.ms,
+      startMs: parts.find((p) => p.what === 'start')?.ms,
+    });
     log(`${evict} swap ${i + 1}: ${n} first token after ${t.firstMs} ms`);
   }
   // the same model again, already serving: the gateway's own path

@@ -54,8 +54,19 @@ const once = (cmd, argv) =>
 const times = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
 try {
   for (const [cmd, argv] of Object.values(variants)) await once(cmd, argv); // warm the page cache and the version cache
-  for (let i = 0; i < runs; i++) for (const [k, [cmd, argv]] of Object.entries(variants)) times[k].push(await once(cmd, argv));
+  for (let i = 0; i < runs; i++)
+    for (const [k, [cmd, argv]] of Object.entries(variants)) times[k].push(await once(cmd, argv));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
-console.log(JSON.stringify({ runs, vllmBin: vllmBin ?? 'vllm (PATH)', ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, spread(v)])) }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      runs,
+      vllmBin: vllmBin ?? 'vllm (PATH)',
+      ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, spread(v)])),
+    },
+    null,
+    2,
+  ),
+);

@@ -46,7 +46,13 @@ const work = mkdtempSync(join(tmpdir(), 'bench-prefix-'));
 const state = join(work, 'state');
 const env = { ...process.env, SPARKCTL_STATE_DIR: state, NO_COLOR: '1' };
 const sparkctl = (args, timeout = 1_200_000) =>
-  execFileSync(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), ...args], { env, cwd: ROOT, encoding: 'utf8', timeout, stdio: ['ignore', 'pipe', 'inherit'] });
+  execFileSync(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), ...args], {
+    env,
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
 const log = (s) => process.stderr.write(`bench-prefix: ${s}\n`);
 const stops = [];
 let cleaned = false;
@@ -72,13 +78,17 @@ writeFileSync(join(model, 'config.json'), JSON.stringify({ ...cfg, max_position_
 const tok = JSON.parse(readFileSync(join(model, 'tokenizer_config.json'), 'utf8'));
 writeFileSync(join(model, 'tokenizer_config.json'), JSON.stringify({ ...tok, model_max_length: CONTEXT }));
 
-// the profile: the suite's tiny one, that model, prefix caching said explicitly, a KV cache that holds every document of a run
+// the profile: the suite's tiny one, that model, prefix caching said explicitly, a KV cache that holds every document
+// of a run
 const profiles = join(work, 'profiles');
 cpSync(join(ROOT, 'test', 'real-vllm', 'profiles'), profiles, { recursive: true });
 const base = Number(a.port ?? (await freePort()));
 const docsPerRun = n('rounds') * n('docs') * 2;
 const kvBytes = Math.max(256 << 20, docsPerRun * (n('doc-tokens') + 256) * 512 * 2);
-/** serve: exit 1 is a probe's finding after every replica was ready (a reset /health on 2 loaded cores); the bench checks each replica itself. */
+/**
+ * serve: exit 1 is a probe's finding after every replica was ready (a reset /health on 2 loaded cores); the bench
+ * checks each replica itself.
+ */
 function serve(args) {
   try {
     sparkctl(args, 1_800_000);
@@ -92,7 +102,9 @@ function serve(args) {
     );
   }
 }
-log(`2 replicas of the tiny Qwen3 (context ${CONTEXT}, KV ${Math.round(kvBytes / 2 ** 20)} MiB each, prefix caching on) on ${base}, ${base + 1}`);
+log(
+  `2 replicas of the tiny Qwen3 (context ${CONTEXT}, KV ${Math.round(kvBytes / 2 ** 20)} MiB each, prefix caching on) on ${base}, ${base + 1}`,
+);
 serve([
   'serve',
   'tiny',
@@ -126,7 +138,12 @@ const replicas = [base, base + 1];
 
 async function router(balance) {
   const port = await freePort();
-  const profile = Profile.parse({ name: `bench-${balance}`, model: { id: 'tiny' }, server: { host: '127.0.0.1', port }, router: { statsPort: await freePort(), balance } });
+  const profile = Profile.parse({
+    name: `bench-${balance}`,
+    model: { id: 'tiny' },
+    server: { host: '127.0.0.1', port },
+    router: { statsPort: await freePort(), balance },
+  });
   const plan = planRouter(profile, 2, work);
   plan.servers = replicas.map((p, i) => ({ name: `r${i}`, host: '127.0.0.1', port: p }));
   const h = await startHaproxy(renderConfig(plan, { logStdout: true }), join(work, `haproxy-${balance}.cfg`), port);
@@ -136,7 +153,10 @@ async function router(balance) {
 const ports = { prefix: await router('prefix'), leastconn: await router('leastconn') };
 
 // documents of distinct words (the tokenizer has 2,048 pieces: a word is a few tokens)
-const WORDS = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu'.split(' ');
+const WORDS =
+  'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu'.split(
+    ' ',
+  );
 let seed = 7;
 const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed / 0x7fffffff);
 function documentOf(tokens) {
@@ -184,7 +204,10 @@ async function ask(port, doc, q) {
   return { ttft: ttft ?? performance.now() - t0, total: performance.now() - t0, prompt };
 }
 
-/** A phase: `docs` fresh documents, each asked `questions` times (the questions of one document spread over the phase), `concurrency` at a time. */
+/**
+ * A phase: `docs` fresh documents, each asked `questions` times (the questions of one document spread over the phase),
+ * `concurrency` at a time.
+ */
 async function phase(port) {
   const docs = Array.from({ length: n('docs') }, () => documentOf(n('doc-tokens')));
   const jobs = [];
@@ -230,7 +253,9 @@ for (let round = 0; round < n('rounds'); round++) {
     acc[b].hits += after.hits - before.hits;
     acc[b].queries += after.queries - before.queries;
     const tt = ph.results.map((x) => x.ttft);
-    log(`round ${round + 1} ${b}: ${ph.results.length} requests in ${ph.seconds.toFixed(1)} s, TTFT p50 ${pct(tt, 0.5).toFixed(0)} ms`);
+    log(
+      `round ${round + 1} ${b}: ${ph.results.length} requests in ${ph.seconds.toFixed(1)} s, TTFT p50 ${pct(tt, 0.5).toFixed(0)} ms`,
+    );
   }
 }
 const summary = (x) => {
@@ -239,7 +264,11 @@ const summary = (x) => {
   return {
     requests: x.r.length,
     promptTokensMean: Math.round(x.r.reduce((s, y) => s + y.prompt, 0) / x.r.length),
-    ttftMs: { p50: Math.round(pct(tt, 0.5)), p90: Math.round(pct(tt, 0.9)), mean: Math.round(tt.reduce((s, y) => s + y, 0) / tt.length) },
+    ttftMs: {
+      p50: Math.round(pct(tt, 0.5)),
+      p90: Math.round(pct(tt, 0.9)),
+      mean: Math.round(tt.reduce((s, y) => s + y, 0) / tt.length),
+    },
     e2eMs: { p50: Math.round(pct(tot, 0.5)), p90: Math.round(pct(tot, 0.9)) },
     reqPerSec: +(x.r.length / x.s).toFixed(3),
     prefixCacheHitRate: x.queries ? +(x.hits / x.queries).toFixed(3) : null,
@@ -260,13 +289,16 @@ const settings = {
   maxTokens: n('max-tokens'),
   cores: (await import('node:os')).cpus().length,
 };
-if (a.json) process.stdout.write(`${JSON.stringify({ version: 1, kind: 'bench-prefix', settings, ...res, gain }, null, 2)}\n`);
+if (a.json)
+  process.stdout.write(`${JSON.stringify({ version: 1, kind: 'bench-prefix', settings, ...res, gain }, null, 2)}\n`);
 else {
   console.log(`settings: ${JSON.stringify(settings)}`);
   for (const b of ['prefix', 'leastconn'])
     console.log(
       `${b.padEnd(9)} ${res[b].requests} req (${res[b].promptTokensMean} prompt tokens): TTFT p50 ${res[b].ttftMs.p50} ms, p90 ${res[b].ttftMs.p90} ms, mean ${res[b].ttftMs.mean} ms; e2e p50 ${res[b].e2eMs.p50} ms; ${res[b].reqPerSec} req/s; prefix cache hit rate ${res[b].prefixCacheHitRate}`,
     );
-  console.log(`gain (leastconn / prefix): TTFT p50 x${gain.ttftP50}, mean x${gain.ttftMean}; throughput x${gain.throughput}`);
+  console.log(
+    `gain (leastconn / prefix): TTFT p50 x${gain.ttftP50}, mean x${gain.ttftMean}; throughput x${gain.throughput}`,
+  );
 }
 cleanup();

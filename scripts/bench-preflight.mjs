@@ -27,13 +27,22 @@ const { commands, sysinfoMs } = collected(bin);
 const env = { ...process.env, LC_ALL: 'C', NO_COLOR: '1' };
 const floorOnce = async () => {
   const s = performance.now();
-  await Promise.all(commands.map((argv) => new Promise((resolve) => execFile(argv[0], argv.slice(1), { env, timeout: 5000, maxBuffer: 16 << 20 }, () => resolve()))));
+  await Promise.all(
+    commands.map(
+      (argv) =>
+        new Promise((resolve) =>
+          execFile(argv[0], argv.slice(1), { env, timeout: 5000, maxBuffer: 16 << 20 }, () => resolve()),
+        ),
+    ),
+  );
   return performance.now() - s;
 };
 const procOnce = (args) =>
   new Promise((resolve) => {
     const s = performance.now();
-    execFile(process.execPath, args, { env, maxBuffer: 16 << 20 }, (_err, stdout) => resolve({ ms: performance.now() - s, stdout }));
+    execFile(process.execPath, args, { env, maxBuffer: 16 << 20 }, (_err, stdout) =>
+      resolve({ ms: performance.now() - s, stdout }),
+    );
   });
 
 // 2. Warm the page cache and the tools (nvidia-smi's first call after idle is slower).
@@ -67,7 +76,14 @@ try {
   const siPath = createRequire(join(root, 'package.json')).resolve('systeminformation');
   siVersion = JSON.parse(readFileSync(join(siPath, '..', '..', 'package.json'), 'utf8')).version;
   for (let i = 0; i < Math.min(runs, 10); i++) {
-    const out = execFileSync(process.execPath, ['-e', `const s=performance.now();require(${JSON.stringify(siPath)});process.stdout.write(String(performance.now()-s))`], { encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      [
+        '-e',
+        `const s=performance.now();require(${JSON.stringify(siPath)});process.stdout.write(String(performance.now()-s))`,
+      ],
+      { encoding: 'utf8' },
+    );
     siImport.push(Number(out));
   }
 } catch {

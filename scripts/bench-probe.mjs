@@ -36,7 +36,23 @@ const freePort = () =>
 const sims = [];
 async function startSim() {
   const port = await freePort();
-  const args = [bin, 'sim', 'serve', 'm', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0', '--sim-cold-ms', '0', '--sim-time-factor', '0', '--sim-no-engine-process'];
+  const args = [
+    bin,
+    'sim',
+    'serve',
+    'm',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--sim-load-seconds',
+    '0',
+    '--sim-cold-ms',
+    '0',
+    '--sim-time-factor',
+    '0',
+    '--sim-no-engine-process',
+  ];
   const p = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
   sims.push(p);
   await new Promise((resolve, reject) => {
@@ -65,7 +81,9 @@ const once = (args) =>
   new Promise((resolve) => {
     const t0 = childTicks();
     const s = performance.now();
-    execFile(process.execPath, args, { env, encoding: 'utf8', maxBuffer: 64 << 20 }, (_e, stdout) => resolve({ ms: performance.now() - s, cpuMs: (childTicks() - t0) * 10, stdout }));
+    execFile(process.execPath, args, { env, encoding: 'utf8', maxBuffer: 64 << 20 }, (_e, stdout) =>
+      resolve({ ms: performance.now() - s, cpuMs: (childTicks() - t0) * 10, stdout }),
+    );
   });
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -112,9 +130,16 @@ try {
           target: 2,
           probeStepsMs: median(steps),
         },
-        cpuMs: { 'node -e 0': median(node.cpu), 'probe --url --json': median(probe.cpu), ratioToNode: +(median(probe.cpu) / median(node.cpu)).toFixed(2) },
+        cpuMs: {
+          'node -e 0': median(node.cpu),
+          'probe --url --json': median(probe.cpu),
+          ratioToNode: +(median(probe.cpu) / median(node.cpu)).toFixed(2),
+        },
         probeOverheadBeyondGenerationMs: spread(overhead),
-        [`${urls.length}ServersTogether`]: { processWallMs: all.map((x) => +x.ms.toFixed(0)), healthy: results.filter((r) => r.state === 'healthy').length },
+        [`${urls.length}ServersTogether`]: {
+          processWallMs: all.map((x) => +x.ms.toFixed(0)),
+          healthy: results.filter((r) => r.state === 'healthy').length,
+        },
       },
       null,
       2,

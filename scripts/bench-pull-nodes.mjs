@@ -18,7 +18,13 @@ import { parseArgs } from 'node:util';
 import { stamped } from './lib/stamped.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const { values } = parseArgs({ options: { shards: { type: 'string', default: '2' }, mib: { type: 'string', default: '512' }, rounds: { type: 'string', default: '2' } } });
+const { values } = parseArgs({
+  options: {
+    shards: { type: 'string', default: '2' },
+    mib: { type: 'string', default: '512' },
+    rounds: { type: 'string', default: '2' },
+  },
+});
 const shards = Number(values.shards);
 const shardBytes = Number(values.mib) * 2 ** 20;
 const total = shards * shardBytes;
@@ -28,7 +34,9 @@ const free = (() => {
 })();
 // four nodes' copies plus the one here, and a margin
 if (free < 6 * total + 2 ** 30) {
-  console.error(`bench-pull-nodes: /var/tmp has ${(free / 2 ** 30).toFixed(1)} GiB free; needs ${((6 * total + 2 ** 30) / 2 ** 30).toFixed(1)} (use --mib or --shards)`);
+  console.error(
+    `bench-pull-nodes: /var/tmp has ${(free / 2 ** 30).toFixed(1)} GiB free; needs ${((6 * total + 2 ** 30) / 2 ** 30).toFixed(1)} (use --mib or --shards)`,
+  );
   process.exit(2);
 }
 if (!existsSync(join(ROOT, 'dist', 'bundle', 'cli.js'))) {
@@ -44,7 +52,15 @@ const bundle = (name) => {
   const out = join(work, `${name}.mjs`);
   execFileSync(
     join(ROOT, 'node_modules', '.bin', 'esbuild'),
-    [join(ROOT, 'test', `${name}.ts`), '--bundle', '--platform=node', '--format=esm', `--outfile=${out}`, '--log-level=error', '--packages=external'],
+    [
+      join(ROOT, 'test', `${name}.ts`),
+      '--bundle',
+      '--platform=node',
+      '--format=esm',
+      `--outfile=${out}`,
+      '--log-level=error',
+      '--packages=external',
+    ],
     { cwd: ROOT },
   );
   return out;
@@ -57,11 +73,14 @@ if (why) {
 }
 const { startHub } = await import(bundle('hub-server'));
 
-// Generated shards: a 1 MiB block, each MiB stamped with its shard and offset (no two MiB alike: rsync and tar get no help from repeats within a file).
+// Generated shards: a 1 MiB block, each MiB stamped with its shard and offset (no two MiB alike: rsync and tar get no
+// help from repeats within a file).
 const base = Buffer.alloc(1 << 20);
 for (let i = 0; i < base.length; i += 32) createHash('sha256').update(String(i)).digest().copy(base, i);
 const gen = stamped(base);
-const files = { 'config.json': Buffer.from(JSON.stringify({ architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3' })) };
+const files = {
+  'config.json': Buffer.from(JSON.stringify({ architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3' })),
+};
 for (let s = 0; s < shards; s++) {
   const g = gen(s);
   const h = createHash('sha256');
@@ -96,12 +115,22 @@ process.on('SIGINT', () => {
   process.exit(130);
 });
 
-const env = { ...process.env, ...cl.env, HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, SPARKCTL_TEST_CASE: marker, NO_COLOR: '1' };
+const env = {
+  ...process.env,
+  ...cl.env,
+  HF_ENDPOINT: hub.url,
+  HF_HUB_CACHE: cache,
+  SPARKCTL_TEST_CASE: marker,
+  NO_COLOR: '1',
+};
 // async: the Hub stand-in answers from this process's event loop (a synchronous spawn would deadlock it)
 const sparkctl = (args, extra = {}) =>
   new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const p = spawn(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), ...args], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), ...args], {
+      env: { ...env, ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d) => (stdout += d));
@@ -134,7 +163,9 @@ try {
       if (via !== path) throw new Error(`asked for ${path}, the pull copied with ${via}`);
       const bytes = nodes.reduce((a, n) => a + n.bytes, 0);
       results[path].push({ wall, bytes });
-      process.stderr.write(`round ${round + 1}: ${path}: ${nodes.length} nodes, ${(bytes / 2 ** 30).toFixed(2)} GiB in ${wall.toFixed(1)} s = ${(bytes / 1e9 / wall).toFixed(3)} GB/s\n`);
+      process.stderr.write(
+        `round ${round + 1}: ${path}: ${nodes.length} nodes, ${(bytes / 2 ** 30).toFixed(2)} GiB in ${wall.toFixed(1)} s = ${(bytes / 1e9 / wall).toFixed(3)} GB/s\n`,
+      );
     }
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

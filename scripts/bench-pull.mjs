@@ -35,12 +35,16 @@ const GiB = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
 const fs = statfsSync(values.dir);
 const free = Number(fs.bavail) * Number(fs.bsize);
 if (free < 2 * total + 2 ** 30) {
-  console.error(`bench-pull: ${values.dir} has ${GiB(free)} free; two caches of ${GiB(total)} need ${GiB(2 * total + 2 ** 30)} (use --gib or --shards, or --dir elsewhere)`);
+  console.error(
+    `bench-pull: ${values.dir} has ${GiB(free)} free; two caches of ${GiB(total)} need ${GiB(2 * total + 2 ** 30)} (use --gib or --shards, or --dir elsewhere)`,
+  );
   process.exit(2);
 }
 for (const need of [join(ROOT, 'dist', 'bundle', 'cli.js'), '/usr/bin/time', values.python]) {
   if (!existsSync(need)) {
-    console.error(`bench-pull: ${need} is missing (npm run build; apt-get install time; a Python with huggingface_hub)`);
+    console.error(
+      `bench-pull: ${need} is missing (npm run build; apt-get install time; a Python with huggingface_hub)`,
+    );
     process.exit(2);
   }
 }
@@ -51,7 +55,14 @@ const cleanup = () => rmSync(work, { recursive: true, force: true });
 process.on('exit', cleanup);
 process.on('SIGINT', () => process.exit(130));
 const hubModule = join(work, 'hub-server.mjs');
-execFileSync(join(ROOT, 'node_modules', '.bin', 'esbuild'), [join(ROOT, 'test', 'hub-server.ts'), '--bundle', '--platform=node', '--format=esm', `--outfile=${hubModule}`, '--log-level=warning']);
+execFileSync(join(ROOT, 'node_modules', '.bin', 'esbuild'), [
+  join(ROOT, 'test', 'hub-server.ts'),
+  '--bundle',
+  '--platform=node',
+  '--format=esm',
+  `--outfile=${hubModule}`,
+  '--log-level=warning',
+]);
 const { startHub } = await import(hubModule);
 
 // Generated content: a 1 MiB random block, each MiB stamped with its shard and offset (no two MiB alike).
@@ -61,7 +72,9 @@ for (let i = 0; i < base.length; i += 32) block.copy(base, i);
 const gen = stamped(base);
 const files = {};
 const index = { metadata: { total_size: total }, weight_map: {} };
-process.stderr.write(`hashing ${shards} generated shards of ${GiB(shardBytes)} (the stand-in lists their SHA-256)...\n`);
+process.stderr.write(
+  `hashing ${shards} generated shards of ${GiB(shardBytes)} (the stand-in lists their SHA-256)...\n`,
+);
 for (let s = 0; s < shards; s++) {
   const name = `model-${String(s + 1).padStart(5, '0')}-of-${String(shards).padStart(5, '0')}.safetensors`;
   const g = gen(s);
@@ -79,7 +92,10 @@ hub.addRepo('bench/big', { files });
 function timed(argv, env) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const p = spawn('/usr/bin/time', ['-f', 'MAXRSS %M', ...argv], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn('/usr/bin/time', ['-f', 'MAXRSS %M', ...argv], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     p.stderr.on('data', (d) => (err += d));
     p.on('close', (code) => {
@@ -91,13 +107,29 @@ function timed(argv, env) {
   });
 }
 
-const common = { HF_ENDPOINT: hub.url, HF_HUB_DISABLE_TELEMETRY: '1', HF_HUB_DISABLE_PROGRESS_BARS: '1', NO_COLOR: '1', HF_TOKEN: '' };
-const tools = {
-  'sparkctl pull': (cache) => timed([process.execPath, join(ROOT, 'bin', 'sparkctl.js'), 'pull', 'bench/big', '--json'], { ...common, HF_HUB_CACHE: cache }),
-  'huggingface_hub snapshot_download': (cache) =>
-    timed([values.python, '-c', 'from huggingface_hub import snapshot_download; snapshot_download("bench/big")'], { ...common, HF_HUB_CACHE: cache, HF_XET_HIGH_PERFORMANCE: '0' }),
+const common = {
+  HF_ENDPOINT: hub.url,
+  HF_HUB_DISABLE_TELEMETRY: '1',
+  HF_HUB_DISABLE_PROGRESS_BARS: '1',
+  NO_COLOR: '1',
+  HF_TOKEN: '',
 };
-const pyVersion = execFileSync(values.python, ['-c', 'import huggingface_hub; print(huggingface_hub.__version__)']).toString().trim();
+const tools = {
+  'sparkctl pull': (cache) =>
+    timed([process.execPath, join(ROOT, 'bin', 'sparkctl.js'), 'pull', 'bench/big', '--json'], {
+      ...common,
+      HF_HUB_CACHE: cache,
+    }),
+  'huggingface_hub snapshot_download': (cache) =>
+    timed([values.python, '-c', 'from huggingface_hub import snapshot_download; snapshot_download("bench/big")'], {
+      ...common,
+      HF_HUB_CACHE: cache,
+      HF_XET_HIGH_PERFORMANCE: '0',
+    }),
+};
+const pyVersion = execFileSync(values.python, ['-c', 'import huggingface_hub; print(huggingface_hub.__version__)'])
+  .toString()
+  .trim();
 const results = Object.fromEntries(Object.keys(tools).map((k) => [k, []]));
 for (let r = 0; r < Number(values.rounds); r++) {
   // Alternate who goes first: the page cache and the server warm up for the second.
@@ -106,14 +138,20 @@ for (let r = 0; r < Number(values.rounds); r++) {
     const cache = join(work, `cache-${r}-${name.split(' ')[0]}`);
     const res = await tools[name](cache);
     results[name].push(res);
-    process.stderr.write(`round ${r + 1}: ${name}: ${res.wall.toFixed(1)} s, ${(total / 2 ** 20 / res.wall).toFixed(0)} MiB/s, peak RSS ${res.rssMiB.toFixed(0)} MiB\n`);
+    process.stderr.write(
+      `round ${r + 1}: ${name}: ${res.wall.toFixed(1)} s, ${(total / 2 ** 20 / res.wall).toFixed(0)} MiB/s, peak RSS ${res.rssMiB.toFixed(0)} MiB\n`,
+    );
     rmSync(cache, { recursive: true, force: true });
   }
 }
 await hub.close();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-console.log(`repository: ${shards} x ${GiB(shardBytes)} = ${GiB(total)}, stand-in on loopback; huggingface_hub ${pyVersion}; ${Number(values.rounds)} round(s)`);
+console.log(
+  `repository: ${shards} x ${GiB(shardBytes)} = ${GiB(total)}, stand-in on loopback; huggingface_hub ${pyVersion}; ${Number(values.rounds)} round(s)`,
+);
 for (const [name, rs] of Object.entries(results)) {
   const wall = median(rs.map((x) => x.wall));
-  console.log(`${name.padEnd(36)} wall ${wall.toFixed(1)} s (${(total / 2 ** 20 / wall).toFixed(0)} MiB/s), peak RSS ${median(rs.map((x) => x.rssMiB)).toFixed(0)} MiB`);
+  console.log(
+    `${name.padEnd(36)} wall ${wall.toFixed(1)} s (${(total / 2 ** 20 / wall).toFixed(0)} MiB/s), peak RSS ${median(rs.map((x) => x.rssMiB)).toFixed(0)} MiB`,
+  );
 }

@@ -29,7 +29,20 @@ for (let i = 0; i < runs; i++) {
   let readyAt;
   const child = spawn(
     process.execPath,
-    [bin, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'],
+    [
+      bin,
+      'serve',
+      'qwen3.5-9b',
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=1',
+    ],
     { env, stdio: ['ignore', 'pipe', 'ignore'] },
   );
   child.stdout.on('data', (d) => {
@@ -38,7 +51,9 @@ for (let i = 0; i < runs; i++) {
   await new Promise((r) => child.on('exit', r));
   stop = true;
   await watcher;
-  spawn(process.execPath, [bin, 'stop', '--all'], { env, stdio: 'ignore' }).on('exit', () => rmSync(state, { recursive: true, force: true }));
+  spawn(process.execPath, [bin, 'stop', '--all'], { env, stdio: 'ignore' }).on('exit', () =>
+    rmSync(state, { recursive: true, force: true }),
+  );
   await new Promise((r) => setTimeout(r, 800));
   if (firstHealthy && readyAt) lags.push(readyAt - firstHealthy);
 }
@@ -47,7 +62,11 @@ console.log(
   JSON.stringify(
     {
       runs: lags.length,
-      readinessLagMs: { min: +lags[0].toFixed(1), median: +lags[Math.floor(lags.length / 2)].toFixed(1), max: +lags.at(-1).toFixed(1) },
+      readinessLagMs: {
+        min: +lags[0].toFixed(1),
+        median: +lags[Math.floor(lags.length / 2)].toFixed(1),
+        max: +lags.at(-1).toFixed(1),
+      },
       curlLoop10s: { expectedMeanMs: 5000, worstMs: 10000 },
     },
     null,

@@ -13,7 +13,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, hasTaskset, startSim } from './lib/sim.mjs';
-import { startHaproxy, completionBody, interleaved, p50p99, ceiling as ceilingOf, streamBody, interleavedTtft } from './lib/proxy-bench.mjs';
+import {
+  startHaproxy,
+  completionBody,
+  interleaved,
+  p50p99,
+  ceiling as ceilingOf,
+  streamBody,
+  interleavedTtft,
+} from './lib/proxy-bench.mjs';
 
 const TTFT = process.argv[2] === 'ttft';
 const N = Number(TTFT ? (process.argv[3] ?? 300) : (process.argv[2] ?? 2000));
@@ -27,14 +35,25 @@ process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 
 const sims = TTFT
   ? [await startSim(['--max-model-len', '4096'], { core: 0 })]
-  : [await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 }), await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 })];
+  : [
+      await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 }),
+      await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 }),
+    ];
 
 async function startRouter(servers, serverClose, noDelay = true) {
   const port = await freePort();
   const stats = await freePort();
   const profile = Profile.parse({
     name: 'bench',
-    model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, attentionHeads: 16, kvHeads: 4, headDim: 256, maxContext: 4096 },
+    model: {
+      id: 'Qwen/Qwen3.5-9B',
+      parameters: 9e9,
+      layers: 32,
+      attentionHeads: 16,
+      kvHeads: 4,
+      headDim: 256,
+      maxContext: 4096,
+    },
     server: { host: '127.0.0.1', port },
     router: { statsPort: stats },
   });
@@ -42,9 +61,11 @@ async function startRouter(servers, serverClose, noDelay = true) {
   plan.servers = servers.map((s, i) => ({ name: `bench-${i}`, host: '127.0.0.1', port: s.port }));
   let cfg = renderConfig(plan, { logStdout: true });
   if (serverClose) cfg = cfg.replace('option http-keep-alive\n    http-reuse safe', 'option http-server-close');
-  if (serverClose && !cfg.includes('http-server-close')) throw new Error('the config no longer has the keep-alive lines this variant replaces');
+  if (serverClose && !cfg.includes('http-server-close'))
+    throw new Error('the config no longer has the keep-alive lines this variant replaces');
   if (!noDelay) {
-    if (!cfg.includes('    option http-no-delay\n')) throw new Error('the config no longer has the http-no-delay line this variant removes');
+    if (!cfg.includes('    option http-no-delay\n'))
+      throw new Error('the config no longer has the http-no-delay line this variant removes');
     cfg = cfg.replace('    option http-no-delay\n', '');
   }
   return startHaproxy(cfg, join(dir, `haproxy-${port}.cfg`), port);
@@ -64,9 +85,26 @@ const ceiling = (port) => ceilingOf(port, body, connections, seconds);
 if (TTFT) {
   const withIt = await startRouter(sims, false, true);
   const without = await startRouter(sims, false, false);
-  const [d, r, w] = (await interleavedTtft([sims[0].port, withIt.port, without.port], N, streamBody('Qwen/Qwen3.5-9B'))).map(p50p99);
+  const [d, r, w] = (
+    await interleavedTtft([sims[0].port, withIt.port, without.port], N, streamBody('Qwen/Qwen3.5-9B'))
+  ).map(p50p99);
   const added = (x) => ({ p50: +(x.p50 - d.p50).toFixed(3), p99: +(x.p99 - d.p99).toFixed(3) });
-  console.log(JSON.stringify({ ttftMs: { streams: N, direct: d, router: r, routerWithoutHttpNoDelay: w, addedByRouter: added(r), addedWithoutHttpNoDelay: added(w) } }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        ttftMs: {
+          streams: N,
+          direct: d,
+          router: r,
+          routerWithoutHttpNoDelay: w,
+          addedByRouter: added(r),
+          addedWithoutHttpNoDelay: added(w),
+        },
+      },
+      null,
+      2,
+    ),
+  );
   withIt.stop();
   without.stop();
   for (const s of sims) s.stop();

@@ -30,7 +30,10 @@ console.log(
       connections,
       requestsPerSecond: { mean: result.requests.average, p50: result.requests.p50, min: result.requests.min },
       latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
-      cpuMsPer1kRequests: cpu0 !== undefined && cpu1 !== undefined && answered ? +(((cpu1 - cpu0) * 1e6) / answered).toFixed(1) : undefined,
+      cpuMsPer1kRequests:
+        cpu0 !== undefined && cpu1 !== undefined && answered
+          ? +(((cpu1 - cpu0) * 1e6) / answered).toFixed(1)
+          : undefined,
       non2xx: result.non2xx,
       errors: result.errors,
     },

@@ -13,13 +13,17 @@ import { spread } from './lib/stats.mjs';
 import { collected } from './lib/collected.mjs';
 
 const runs = Number(process.argv[2] ?? 15);
-const smi = collected(join(new URL('..', import.meta.url).pathname, 'bin', 'sparkctl.js')).commands.filter((a) => a[0] === 'nvidia-smi');
+const smi = collected(join(new URL('..', import.meta.url).pathname, 'bin', 'sparkctl.js')).commands.filter(
+  (a) => a[0] === 'nvidia-smi',
+);
 const FULL_Q = ['nvidia-smi', '-q'];
 const GSP = smi.find((a) => a[1] === '-q' && a[2] === '-d');
 const FABRIC = smi.find((a) => a[1]?.startsWith('--query-gpu=') && a[1].includes('fabric.'));
 const OTHERS = smi.filter((a) => a !== GSP && a !== FABRIC && a.join(' ') !== FULL_Q.join(' '));
 if (!GSP || !FABRIC) {
-  console.error(`this host's preflight did not ask the narrow pair (it ran: ${smi.map((a) => a.join(' ')).join('; ') || 'no nvidia-smi'})`);
+  console.error(
+    `this host's preflight did not ask the narrow pair (it ran: ${smi.map((a) => a.join(' ')).join('; ') || 'no nvidia-smi'})`,
+  );
   process.exit(1);
 }
 const env = { ...process.env, LC_ALL: 'C' };
@@ -49,7 +53,8 @@ for (const argv of [GSP, FABRIC]) {
 }
 const variants = {
   'whole -q alone': async () => (await run(FULL_Q)).ms,
-  'whole -q beside the other nvidia-smi calls': async () => (await Promise.all([run(FULL_Q), ...OTHERS.map(run)]))[0].ms,
+  'whole -q beside the other nvidia-smi calls': async () =>
+    (await Promise.all([run(FULL_Q), ...OTHERS.map(run)]))[0].ms,
   'whole -q, the spawning main thread busy 80 ms': async () => {
     const p = run(FULL_Q);
     busy(80);
@@ -64,4 +69,6 @@ const variants = {
 const got = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
 for (let i = 0; i < 2; i++) for (const v of Object.values(variants)) await v();
 for (let i = 0; i < runs; i++) for (const [k, v] of Object.entries(variants)) got[k].push(await v());
-console.log(JSON.stringify({ runs, ms: Object.fromEntries(Object.entries(got).map(([k, v]) => [k, spread(v)])) }, null, 2));
+console.log(
+  JSON.stringify({ runs, ms: Object.fromEntries(Object.entries(got).map(([k, v]) => [k, spread(v)])) }, null, 2),
+);

@@ -9,7 +9,9 @@ const argv = process.argv.slice(2);
 const installedAt = argv.indexOf('--installed');
 const installed = installedAt >= 0 ? argv[installedAt + 1] : undefined;
 if (installedAt >= 0 && !installed) {
-  console.error('bench-startup: --installed needs the installed sparkctl (for example: --installed /usr/local/bin/sparkctl)');
+  console.error(
+    'bench-startup: --installed needs the installed sparkctl (for example: --installed /usr/local/bin/sparkctl)',
+  );
   process.exit(2);
 }
 const runs = Number(argv.find((a, i) => !a.startsWith('--') && i !== installedAt + 1) ?? 20);
@@ -33,7 +35,9 @@ const help = time([bin, '--help']);
 const dry = time([bin, 'serve', 'qwen3.5-9b', '--dry-run']);
 const dryJson = time([bin, 'serve', 'qwen3.5-9b', '--dry-run', '--json']);
 const npx = withNpx ? time(['sparkctl', '--version'], 'npx') : undefined;
-const inst = installed ? { version: time(['--version'], installed), dry: time(['serve', 'qwen3.5-9b', '--dry-run'], installed) } : undefined;
+const inst = installed
+  ? { version: time(['--version'], installed), dry: time(['serve', 'qwen3.5-9b', '--dry-run'], installed) }
+  : undefined;
 // ... and in alternating pairs with the checkout's (a loaded host drifts between two blocks of runs)
 const pairs = (() => {
   if (!installed) return undefined;

@@ -37,18 +37,40 @@ const freePort = () =>
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const state = mkdtempSync(join(tmpdir(), 'sparkctl-bench-watch-'));
 const env = { ...process.env, SPARKCTL_STATE_DIR: state, SPARKCTL_SIM_LOAD_SECONDS: '0.5', NO_COLOR: '1' };
-const cli = (a) => execFileSync(process.execPath, [BIN, ...a], { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 }).toString();
+const cli = (a) =>
+  execFileSync(process.execPath, [BIN, ...a], {
+    env,
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 600_000,
+  }).toString();
 
 // one profile at a time (restart serves a profile again by its file's name, so no --set name=)
 function serveSim(replicas, port, fault) {
   cli(['serve', 'qwen3.5-9b', ...simServe({ port, replicas }), ...sets({ 'env.SPARKCTL_SIM_FAULT': fault })]);
 }
 function serveReal(port) {
-  cli(['serve', 'tiny', '--profiles', 'test/real-vllm/profiles', '--engine', 'vllm', '--vllm-bin', '.venv-vllm/bin/vllm', '--skip-preflight', '--no-prewarm', '--set', `server.port=${port}`]);
+  cli([
+    'serve',
+    'tiny',
+    '--profiles',
+    'test/real-vllm/profiles',
+    '--engine',
+    'vllm',
+    '--vllm-bin',
+    '.venv-vllm/bin/vllm',
+    '--skip-preflight',
+    '--no-prewarm',
+    '--set',
+    `server.port=${port}`,
+  ]);
 }
 
 function watcher(extra = []) {
-  const p = spawn(process.execPath, [BIN, 'watch', '--all', '--json', '--interval', '2s', ...extra], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const p = spawn(process.execPath, [BIN, 'watch', '--all', '--json', '--interval', '2s', ...extra], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const events = [];
   let buf = '';
   p.stdout.on('data', (d) => {
@@ -57,7 +79,11 @@ function watcher(extra = []) {
     buf = lines.pop();
     for (const l of lines) if (l.trim()) events.push({ ...JSON.parse(l), seenAt: Date.now() });
   });
-  return { p, events, stop: () => new Promise((r) => (p.exitCode !== null ? r() : (p.once('exit', r), p.kill('SIGTERM')))) };
+  return {
+    p,
+    events,
+    stop: () => new Promise((r) => (p.exitCode !== null ? r() : (p.once('exit', r), p.kill('SIGTERM')))),
+  };
 }
 const until = async (cond, ms) => {
   const end = Date.now() + ms;
@@ -67,7 +93,13 @@ const until = async (cond, ms) => {
   }
   return false;
 };
-const post = (port, body, signal) => fetch(`http://127.0.0.1:${port}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+const post = (port, body, signal) =>
+  fetch(`http://127.0.0.1:${port}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal,
+  });
 const served = (port) =>
   JSON.parse(
     readFileSync(
@@ -103,7 +135,13 @@ const engineCore = (apiPid, pgid) => {
   for (const d of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       const f = statOf(d);
-      if (Number(f[1]) === apiPid && Number(f[2]) === pgid && Number(f[19]) >= apiStart && readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'VLLM::EngineCor') return Number(d);
+      if (
+        Number(f[1]) === apiPid &&
+        Number(f[2]) === pgid &&
+        Number(f[19]) >= apiStart &&
+        readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'VLLM::EngineCor'
+      )
+        return Number(d);
     } catch {}
   }
   return undefined;
@@ -120,7 +158,8 @@ async function wedgeCase() {
   const ac = new AbortController();
   let t0;
   let stopped;
-  // --real: the watcher's own cost watching the real server (its /metrics is vLLM's, not the simulator's), busy with a request loop
+  // --real: the watcher's own cost watching the real server (its /metrics is vLLM's, not the simulator's), busy with a
+  // request loop
   if (REAL)
     await measureCost(
       w,
@@ -136,7 +175,11 @@ async function wedgeCase() {
     );
   if (REAL) {
     // a stream running, then its engine core stopped: the API keeps answering /health
-    const res = await post(port, { model, prompt: 'hello', max_tokens: 400, stream: true, ignore_eos: true }, ac.signal);
+    const res = await post(
+      port,
+      { model, prompt: 'hello', max_tokens: 400, stream: true, ignore_eos: true },
+      ac.signal,
+    );
     const reader = res.body.getReader();
     await reader.read();
     const inst = JSON.parse(readFileSync(join(state, 'instances', readdirSync(join(state, 'instances'))[0]), 'utf8'));
@@ -166,7 +209,9 @@ async function wedgeCase() {
   cli(['stop', '--all', '--grace', '5']);
 }
 
-/** The watcher's CPU (utime + stime from /proc) and RSS over `ms` of steady ticks, while `load` runs, said per server. */
+/**
+ * The watcher's CPU (utime + stime from /proc) and RSS over `ms` of steady ticks, while `load` runs, said per server.
+ */
 async function measureCost(w, servers, ms, load, port) {
   const end = Date.now() + ms;
   const loading = load ? load(end) : undefined;
@@ -208,7 +253,10 @@ async function soakCase() {
     };
     await Promise.all(Array.from({ length: n }, one));
   };
-  await Promise.all([load(b, 3, { model: 'Qwen/Qwen3.5-9B', prompt: 'long '.repeat(4000), max_tokens: 4 }), load(b, 2, { model: 'Qwen/Qwen3.5-9B', prompt: 'x', max_tokens: 100 })]);
+  await Promise.all([
+    load(b, 3, { model: 'Qwen/Qwen3.5-9B', prompt: 'long '.repeat(4000), max_tokens: 4 }),
+    load(b, 2, { model: 'Qwen/Qwen3.5-9B', prompt: 'x', max_tokens: 100 }),
+  ]);
   await w.stop();
   const verdicts = w.events.filter((e) => e.event === 'verdict');
   const bad = verdicts.filter((e) => e.verdict === 'wedged' || e.verdict === 'dead');

@@ -13,11 +13,18 @@ rmSync(outdir, { recursive: true, force: true });
 // Files the CLI would otherwise read from node_modules at run time go into the bundle: the built
 // bin/ + dist/ + profiles/ run on a GPU host where nothing was installed (report --html, bench --html).
 const req = createRequire(import.meta.url);
-const uplot = { js: readFileSync(req.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'), css: readFileSync(req.resolve('uplot/dist/uPlot.min.css'), 'utf8') };
-const BANNER = "import { createRequire as __sparkctlRequire } from 'node:module'; const require = __sparkctlRequire(import.meta.url);";
+const uplot = {
+  js: readFileSync(req.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'),
+  css: readFileSync(req.resolve('uplot/dist/uPlot.min.css'), 'utf8'),
+};
+const BANNER =
+  "import { createRequire as __sparkctlRequire } from 'node:module'; const require = __sparkctlRequire(import.meta.url);";
 await build({
   // early.ts: what bin/sparkctl.js runs before the CLI loads (a plain preflight's probes start there).
-  entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname, new URL('../src/early.ts', import.meta.url).pathname],
+  entryPoints: [
+    new URL('../src/cli.ts', import.meta.url).pathname,
+    new URL('../src/early.ts', import.meta.url).pathname,
+  ],
   outdir,
   bundle: true,
   splitting: true,
@@ -39,5 +46,6 @@ await build({
 for (const f of readdirSync(outdir)) {
   if (!f.endsWith('.js')) continue;
   const text = readFileSync(outdir + f, 'utf8');
-  if (text.startsWith(BANNER) && !/\brequire\b/.test(text.slice(BANNER.length))) writeFileSync(outdir + f, text.slice(BANNER.length).replace(/^\n/, ''));
+  if (text.startsWith(BANNER) && !/\brequire\b/.test(text.slice(BANNER.length)))
+    writeFileSync(outdir + f, text.slice(BANNER.length).replace(/^\n/, ''));
 }

@@ -74,7 +74,11 @@ const freePort = () =>
 function sparkctl(argv, { timeoutMs = 300_000, extraEnv = {}, cmd = sparkctlCmd } = {}) {
   return new Promise((res) => {
     const t0 = performance.now();
-    const child = spawn(cmd[0], [...cmd.slice(1), ...argv], { env: { ...env, ...extraEnv }, cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd[0], [...cmd.slice(1), ...argv], {
+      env: { ...env, ...extraEnv },
+      cwd: work,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     const take = (b) => {
       if (out.length < 1 << 20) out += b;
@@ -92,14 +96,25 @@ function sparkctl(argv, { timeoutMs = 300_000, extraEnv = {}, cmd = sparkctlCmd 
 const P = 'qwen3.5-9b-spark';
 const steps = [];
 const fixes = new Set();
-async function step(label, argv, { expect = [0], summary = (o) => o.trim().split('\n').at(-1), check, shown, ...o } = {}) {
+async function step(
+  label,
+  argv,
+  { expect = [0], summary = (o) => o.trim().split('\n').at(-1), check, shown, ...o } = {},
+) {
   const r = await sparkctl(argv, o);
   for (const m of r.out.matchAll(/\bfix(?:es)?:\s*([^\n]+)/g)) fixes.add(`${argv[0]}: ${m[1].slice(0, 200)}`);
   // `check`: what the output must say besides the exit code (a step can exit 0 and still be wrong)
   const why = expect.includes(r.code) ? check?.(r.out) : `exit ${r.code}, expected ${expect.join(' or ')}`;
   const ok = !why;
   const said = (summary(r.out) ?? '').slice(0, 220);
-  const row = { step: label, command: shown ?? `sparkctl ${argv.join(' ')}`, exit: r.code, ok, seconds: +(r.ms / 1000).toFixed(2), said: ok ? said : `${why}: ${said}` };
+  const row = {
+    step: label,
+    command: shown ?? `sparkctl ${argv.join(' ')}`,
+    exit: r.code,
+    ok,
+    seconds: +(r.ms / 1000).toFixed(2),
+    said: ok ? said : `${why}: ${said}`,
+  };
   if (!ok) row.output = r.out.slice(-4000);
   record(row);
   return r;
@@ -122,7 +137,14 @@ async function task(label, shown, fn) {
     ok = false;
     said = String(e?.message ?? e).slice(0, 2000);
   }
-  record({ step: label, command: shown, exit: ok ? 0 : 1, ok, seconds: +((performance.now() - t) / 1000).toFixed(2), said });
+  record({
+    step: label,
+    command: shown,
+    exit: ok ? 0 : 1,
+    ok,
+    seconds: +((performance.now() - t) / 1000).toFixed(2),
+    said,
+  });
   return ok;
 }
 
@@ -138,23 +160,41 @@ if (!asJson)
 /** Get it: the tarball, installed with no registry reachable; every later step runs what it installed. */
 async function install() {
   const prefix = join(work, 'prefix');
-  const pack = await step('make the install tarball (in a checkout: npm run pack)', [join(root, 'scripts', 'pack.mjs'), '--out', join(work, 'release'), '--json'], {
-    cmd: [process.execPath],
-    shown: 'npm run pack',
-    summary: (o) => {
-      try {
-        const j = JSON.parse(o.slice(o.indexOf('{')));
-        return `${j.file.split('/').at(-1)}: ${j.files} files, ${(j.bytes / 1048576).toFixed(2)} MiB`;
-      } catch {
-        return o.trim().split('\n').at(-1);
-      }
+  const pack = await step(
+    'make the install tarball (in a checkout: npm run pack)',
+    [join(root, 'scripts', 'pack.mjs'), '--out', join(work, 'release'), '--json'],
+    {
+      cmd: [process.execPath],
+      shown: 'npm run pack',
+      summary: (o) => {
+        try {
+          const j = JSON.parse(o.slice(o.indexOf('{')));
+          return `${j.file.split('/').at(-1)}: ${j.files} files, ${(j.bytes / 1048576).toFixed(2)} MiB`;
+        } catch {
+          return o.trim().split('\n').at(-1);
+        }
+      },
     },
-  });
+  );
   const tarball = /"file": "([^"]+)"/.exec(pack.out)?.[1] ?? 'sparkctl.tgz';
   // the registry on a closed loopback port: the install must need nothing from it
   await step(
     'install it (npm install -g of the tarball, no registry)',
-    ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', '--fetch-retries', '0', '--registry', 'http://127.0.0.1:9/', '--cache', join(work, 'npm-cache'), tarball],
+    [
+      'install',
+      '-g',
+      '--prefix',
+      prefix,
+      '--no-audit',
+      '--no-fund',
+      '--fetch-retries',
+      '0',
+      '--registry',
+      'http://127.0.0.1:9/',
+      '--cache',
+      join(work, 'npm-cache'),
+      tarball,
+    ],
     { cmd: ['npm'], shown: `npm install -g ${tarball.split('/').at(-1)}`, summary: (o) => o.trim().split('\n').at(-1) },
   );
   sparkctlCmd = [join(prefix, 'bin', 'sparkctl')];
@@ -162,16 +202,31 @@ async function install() {
 
 /** One Spark on the simulator: docs/one-spark.md, check-it-works.md, connect-a-client.md, any-model.md. */
 async function oneSpark() {
-  await step('check the box (this host, for real)', ['preflight', '--profile', P], { expect: [0, 1], summary: (o) => o.trim().split('\n').at(-1) });
-  await step('plan the model on one Spark', ['plan', P], { summary: (o) => o.split('\n').find((l) => /fits|does not fit|KV cache/i.test(l)) ?? '' });
-  await step('the vllm serve command', ['serve', P, '--engine', 'sim', '--dry-run', '--set', `server.port=${port}`], { summary: (o) => o.split('\n').find((l) => /unified memory/.test(l)) ?? '' });
-  await step('serve it (preflight, launch, ready, prewarm, probe)', ['serve', P, '--engine', 'sim', '--set', `server.port=${port}`], {
-    summary: (o) => o.split('\n').find((l) => /^serve took|^ready:/.test(l)) ?? '',
+  await step('check the box (this host, for real)', ['preflight', '--profile', P], {
+    expect: [0, 1],
+    summary: (o) => o.trim().split('\n').at(-1),
   });
+  await step('plan the model on one Spark', ['plan', P], {
+    summary: (o) => o.split('\n').find((l) => /fits|does not fit|KV cache/i.test(l)) ?? '',
+  });
+  await step('the vllm serve command', ['serve', P, '--engine', 'sim', '--dry-run', '--set', `server.port=${port}`], {
+    summary: (o) => o.split('\n').find((l) => /unified memory/.test(l)) ?? '',
+  });
+  await step(
+    'serve it (preflight, launch, ready, prewarm, probe)',
+    ['serve', P, '--engine', 'sim', '--set', `server.port=${port}`],
+    {
+      summary: (o) => o.split('\n').find((l) => /^serve took|^ready:/.test(l)) ?? '',
+    },
+  );
   await step('is it right: the deep probe', ['probe', P]);
   await step('a Claude Code-sized turn', ['probe', P, '--client', 'claude-code']);
-  await step('what Claude Code needs', ['client-env', P, '--claude-code'], { summary: (o) => o.split('\n').find((l) => /CLAUDE_CODE_MAX_OUTPUT_TOKENS/.test(l)) ?? '' });
-  const oa = await step('what an OpenAI client needs', ['client-env', P, '--openai'], { summary: (o) => o.split('\n').find((l) => /OPENAI_BASE_URL/.test(l)) ?? '' });
+  await step('what Claude Code needs', ['client-env', P, '--claude-code'], {
+    summary: (o) => o.split('\n').find((l) => /CLAUDE_CODE_MAX_OUTPUT_TOKENS/.test(l)) ?? '',
+  });
+  const oa = await step('what an OpenAI client needs', ['client-env', P, '--openai'], {
+    summary: (o) => o.split('\n').find((l) => /OPENAI_BASE_URL/.test(l)) ?? '',
+  });
   // The environment client-env printed, used as a client would: one chat completion.
   {
     const base = /OPENAI_BASE_URL=(\S+)/.exec(oa.out)?.[1];
@@ -192,7 +247,14 @@ async function oneSpark() {
     } catch (e) {
       said = String(e);
     }
-    record({ step: 'a chat completion through that environment', command: `POST ${base}/chat/completions`, exit: ok ? 0 : 1, ok, seconds: +((performance.now() - t) / 1000).toFixed(2), said });
+    record({
+      step: 'a chat completion through that environment',
+      command: `POST ${base}/chat/completions`,
+      exit: ok ? 0 : 1,
+      ok,
+      seconds: +((performance.now() - t) / 1000).toFixed(2),
+      said,
+    });
   }
   await step('status', ['status'], { summary: (o) => o.split('\n').find((l) => l.startsWith(P)) ?? '' });
   // A model id: its config.json in the HF cache (what `pull --config-only` leaves), then plan and the dry-run.
@@ -202,13 +264,24 @@ async function oneSpark() {
     mkdirSync(join(repo, 'refs'), { recursive: true });
     mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
     writeFileSync(join(repo, 'refs', 'main'), commit);
-    cpSync(join(root, 'test', 'fixtures', 'models', 'gpt-oss-120b', 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
-    await step('a model id: plan (config.json from the cache)', ['plan', 'openai/gpt-oss-120b', '--platform', 'dgx-spark-gb10'], {
-      summary: (o) => o.split('\n').find((l) => /^chosen: gpt-oss/.test(l)) ?? '',
-    });
-    await step('a model id: serve --dry-run', ['serve', 'openai/gpt-oss-120b', '--dry-run', '--platform', 'dgx-spark-gb10'], {
-      summary: (o) => o.split('\n').find((l) => /^chosen: port/.test(l)) ?? '',
-    });
+    cpSync(
+      join(root, 'test', 'fixtures', 'models', 'gpt-oss-120b', 'config.json'),
+      join(repo, 'snapshots', commit, 'config.json'),
+    );
+    await step(
+      'a model id: plan (config.json from the cache)',
+      ['plan', 'openai/gpt-oss-120b', '--platform', 'dgx-spark-gb10'],
+      {
+        summary: (o) => o.split('\n').find((l) => /^chosen: gpt-oss/.test(l)) ?? '',
+      },
+    );
+    await step(
+      'a model id: serve --dry-run',
+      ['serve', 'openai/gpt-oss-120b', '--dry-run', '--platform', 'dgx-spark-gb10'],
+      {
+        summary: (o) => o.split('\n').find((l) => /^chosen: port/.test(l)) ?? '',
+      },
+    );
   }
   // Community recipes, as docs/any-model.md gives them: real sparkrun recipes (test/fixtures/recipes,
   // SOURCE.md there: spark-arena/recipe-registry and eugr's spark-vllm-docker, verbatim), imported for a
@@ -218,34 +291,64 @@ async function oneSpark() {
   {
     const my = join(work, 'my');
     mkdirSync(my, { recursive: true });
-    const recipes = ['spark-arena--openai-gpt-oss-120b-vllm', 'eugr--nemotron-3-nano-nvfp4', 'spark-arena--qwen3.6-27b-fp8-vllm'];
+    const recipes = [
+      'spark-arena--openai-gpt-oss-120b-vllm',
+      'eugr--nemotron-3-nano-nvfp4',
+      'spark-arena--qwen3.6-27b-fp8-vllm',
+    ];
     for (const r of recipes)
-      await step(`a community recipe: import ${r}`, ['profiles', 'import', join(root, 'test', 'fixtures', 'recipes', `${r}.yaml`), '--out', join(my, `${r}.yaml`), '--platform', 'dgx-spark-gb10'], {
-        summary: (o) => o.split('\n').find((l) => l.startsWith('wrote ')) ?? '',
-        check: (o) => (o.includes('wrote ') ? undefined : 'no profile written'),
-        shown: `sparkctl profiles import ${r}.yaml --out my/${r}.yaml`,
-      });
+      await step(
+        `a community recipe: import ${r}`,
+        [
+          'profiles',
+          'import',
+          join(root, 'test', 'fixtures', 'recipes', `${r}.yaml`),
+          '--out',
+          join(my, `${r}.yaml`),
+          '--platform',
+          'dgx-spark-gb10',
+        ],
+        {
+          summary: (o) => o.split('\n').find((l) => l.startsWith('wrote ')) ?? '',
+          check: (o) => (o.includes('wrote ') ? undefined : 'no profile written'),
+          shown: `sparkctl profiles import ${r}.yaml --out my/${r}.yaml`,
+        },
+      );
     const g = recipes[0];
     await step('a community recipe: plan', ['plan', join(my, `${g}.yaml`), '--platform', 'dgx-spark-gb10'], {
       summary: (o) => o.split('\n').find((l) => /^fits\s/.test(l)) ?? '',
       check: (o) => (/^fits\s+yes/m.test(o) ? undefined : 'the plan does not say it fits one Spark'),
     });
-    await step('a community recipe: serve --dry-run', ['serve', g, '--profiles', my, '--dry-run', '--platform', 'dgx-spark-gb10', '--set', 'server.host=127.0.0.1'], {
-      summary: (o) => o.split('\n').find((l) => /podman (run|pull)/.test(l)) ?? '',
-      check: (o) => (/podman run/.test(o) ? undefined : 'no container command shown'),
-    });
+    await step(
+      'a community recipe: serve --dry-run',
+      ['serve', g, '--profiles', my, '--dry-run', '--platform', 'dgx-spark-gb10', '--set', 'server.host=127.0.0.1'],
+      {
+        summary: (o) => o.split('\n').find((l) => /podman (run|pull)/.test(l)) ?? '',
+        check: (o) => (/podman run/.test(o) ? undefined : 'no container command shown'),
+      },
+    );
   }
   await step('stop it', ['stop', P]);
   await step('nothing left', ['status'], { summary: (o) => o.trim().split('\n').at(-1) });
 }
 
-/** The real vLLM CPU build serving the tiny Qwen3 (test/real-vllm/profiles/tiny.yaml), as the one-Spark steps serve the simulator. */
+/**
+ * The real vLLM CPU build serving the tiny Qwen3 (test/real-vllm/profiles/tiny.yaml), as the one-Spark steps serve the
+ * simulator.
+ */
 async function realVllmPart() {
   const bin = join(root, '.venv-vllm', 'bin', 'vllm');
   const model = join(root, '.cache', 'tiny-qwen3');
   const missing = [bin, model].find((f) => !existsSync(f));
   if (missing) {
-    record({ step: 'real vLLM (CPU build)', command: '-', exit: 0, ok: true, seconds: 0, said: `skipped: ${missing} is missing (.ci/run installs it)` });
+    record({
+      step: 'real vLLM (CPU build)',
+      command: '-',
+      exit: 0,
+      ok: true,
+      seconds: 0,
+      said: `skipped: ${missing} is missing (.ci/run installs it)`,
+    });
     return;
   }
   const { CPU_VLLM } = await import('./lib/serve-args.mjs');
@@ -253,7 +356,21 @@ async function realVllmPart() {
   const profiles = ['--profiles', join(root, 'test', 'real-vllm', 'profiles')];
   await step(
     'real vLLM (CPU build): serve the tiny model',
-    ['serve', 'tiny', ...profiles, '--engine', 'vllm', '--vllm-bin', bin, '--skip-preflight', '--set', `server.port=${rport}`, '--set', `model.path=${model}`, ...CPU_VLLM],
+    [
+      'serve',
+      'tiny',
+      ...profiles,
+      '--engine',
+      'vllm',
+      '--vllm-bin',
+      bin,
+      '--skip-preflight',
+      '--set',
+      `server.port=${rport}`,
+      '--set',
+      `model.path=${model}`,
+      ...CPU_VLLM,
+    ],
     {
       timeoutMs: 900_000,
       summary: (o) => o.split('\n').find((l) => /^ready:/.test(l)) ?? '',
@@ -270,7 +387,8 @@ async function realVllmPart() {
       signal: AbortSignal.timeout(120_000),
     });
     const j = await r.json();
-    if (!r.ok || typeof j?.choices?.[0]?.message?.content !== 'string') throw new Error(`HTTP ${r.status}: ${JSON.stringify(j).slice(0, 300)}`);
+    if (!r.ok || typeof j?.choices?.[0]?.message?.content !== 'string')
+      throw new Error(`HTTP ${r.status}: ${JSON.stringify(j).slice(0, 300)}`);
     return `HTTP ${r.status}, ${j?.usage?.completion_tokens ?? '?'} tokens`;
   });
   await step('real vLLM: stop', ['stop', 'tiny'], { timeoutMs: 120_000 });
@@ -285,10 +403,21 @@ async function twoSparksPart() {
   writeFileSync(
     entry,
     ['cluster', 'hub-server', 'sim-bundle', 'helpers']
-      .map((m, i) => `export { ${['makeCluster, netnsUnavailable', 'startHub', 'simBundle', 'processesMarked'][i]} } from ${JSON.stringify(join(root, 'test', `${m}.ts`))};`)
+      .map(
+        (m, i) =>
+          `export { ${['makeCluster, netnsUnavailable', 'startHub', 'simBundle', 'processesMarked'][i]} } from ${JSON.stringify(join(root, 'test', `${m}.ts`))};`,
+      )
       .join('\n'),
   );
-  execFileSync(join(root, 'node_modules', '.bin', 'esbuild'), [entry, '--bundle', '--platform=node', '--format=esm', '--packages=external', `--outfile=${harness}`, '--log-level=warning']);
+  execFileSync(join(root, 'node_modules', '.bin', 'esbuild'), [
+    entry,
+    '--bundle',
+    '--platform=node',
+    '--format=esm',
+    '--packages=external',
+    `--outfile=${harness}`,
+    '--log-level=warning',
+  ]);
   const { makeCluster, netnsUnavailable, startHub, simBundle, processesMarked } = await import(harness);
   // Without root or netns (or with --fake-ssh): the harness's fake ssh runs each node's commands here
   // with the node's environment. The same sparkctl paths, but one /tmp: pull --nodes finds the head's
@@ -319,19 +448,23 @@ async function twoSparksPart() {
     if (!hub) return;
     Object.assign(hf, { HF_ENDPOINT: hub.url });
     const bundle = join(work, 'gb10-bundle');
-    await task('two Sparks: two nodes come up (netns, sshd), each answering as a GB10', 'makeCluster(2 nodes)', async () => {
-      await simBundle('dgx-spark-gb10', bundle);
-      cl = await makeCluster(mode, marker, {
-        nodes: 2,
-        gpusPerNode: 1,
-        bundle,
-        sparkctl: sparkctlCmd.join(' '),
-        // no HF_HUB_CACHE of the nodes' own: pull --nodes copies to this host's cache path and serve
-        // --nodes tells every rank that path (each node's HOME is its own folder, as another login's is)
-        env: { ...(fast ? { SPARKCTL_SIM_TIME_FACTOR: '0' } : {}) },
-      });
-      return `${cl.addresses.join(', ')} (nodes file ${cl.nodesFile})`;
-    });
+    await task(
+      'two Sparks: two nodes come up (netns, sshd), each answering as a GB10',
+      'makeCluster(2 nodes)',
+      async () => {
+        await simBundle('dgx-spark-gb10', bundle);
+        cl = await makeCluster(mode, marker, {
+          nodes: 2,
+          gpusPerNode: 1,
+          bundle,
+          sparkctl: sparkctlCmd.join(' '),
+          // no HF_HUB_CACHE of the nodes' own: pull --nodes copies to this host's cache path and serve
+          // --nodes tells every rank that path (each node's HOME is its own folder, as another login's is)
+          env: { ...(fast ? { SPARKCTL_SIM_TIME_FACTOR: '0' } : {}) },
+        });
+        return `${cl.addresses.join(', ')} (nodes file ${cl.nodesFile})`;
+      },
+    );
     if (!cl) return;
     Object.assign(hf, cl.env);
     const F = cl.nodesFile;
@@ -355,20 +488,33 @@ async function twoSparksPart() {
           ?.replace(/\s+/g, ' ') ?? '',
       check: (x) => (/CHECK\s+n0\s+n1/.test(x) ? undefined : 'no column per node'),
     });
-    await step('pull the weights here, then to every node', ['pull', M, '--nodes', F], { ...o, summary: (x) => x.trim().split('\n').at(-1) });
+    await step('pull the weights here, then to every node', ['pull', M, '--nodes', F], {
+      ...o,
+      summary: (x) => x.trim().split('\n').at(-1),
+    });
     await step("each node's command (dry run)", ['serve', M, '--nodes', F, '--dry-run'], {
       ...o,
       check: (x) => (/--nnodes 2/.test(x) && /--tensor-parallel-size 2/.test(x) ? undefined : 'no TP 2 over two nodes'),
     });
-    await step('serve over both Sparks (simulator ranks on the nodes)', ['serve', M, '--nodes', F, '--engine', 'sim', '--set', `server.port=${port2}`], {
+    await step(
+      'serve over both Sparks (simulator ranks on the nodes)',
+      ['serve', M, '--nodes', F, '--engine', 'sim', '--set', `server.port=${port2}`],
+      {
+        ...o,
+        summary: (x) => x.split('\n').find((l) => /^serve took|^ready/.test(l)) ?? x.trim().split('\n').at(-1),
+      },
+    );
+    await step('status: the cluster, its head, each node', ['status'], {
       ...o,
-      summary: (x) => x.split('\n').find((l) => /^serve took|^ready/.test(l)) ?? x.trim().split('\n').at(-1),
+      summary: (x) => x.split('\n').find((l) => l.startsWith(N)) ?? '',
     });
-    await step('status: the cluster, its head, each node', ['status'], { ...o, summary: (x) => x.split('\n').find((l) => l.startsWith(N)) ?? '' });
     await step('is it right: the deep probe of the head', ['probe', N], o);
     await step('stop it on both Sparks', ['stop', N, '--nodes', F], o);
     await task('nothing left on either Spark', `(each node's processes)`, async () => {
-      const left = mode === 'netns' ? [0, 1].flatMap((i) => cl.processes(i).map((p) => `n${i}: ${p}`)) : processesMarked(marker).map(String);
+      const left =
+        mode === 'netns'
+          ? [0, 1].flatMap((i) => cl.processes(i).map((p) => `n${i}: ${p}`))
+          : processesMarked(marker).map(String);
       if (left.length) throw new Error(`left running: ${left.join('; ')}`);
       return mode === 'netns' ? 'no process but sshd and init on n0 and n1' : 'no process of this run left (fake ssh)';
     });

@@ -18,8 +18,15 @@ const fence = (text) => ['```text', ...text.split('\n'), '```'].join('\n');
 
 function causeSection(sig, stall) {
   const got = stall ? classifyStall(sig.example) : classifyLog(sig.example);
-  if (!got || got.id !== sig.id) problems.push(`causes.ts: the example of ${sig.id} is classified as ${got ? got.id : 'nothing'}`);
-  return [fence(sig.example), '', `- sparkctl says: ${got?.cause ?? '(not classified)'}`, `- fix: ${got?.fix ?? ''}`, ''].join('\n');
+  if (!got || got.id !== sig.id)
+    problems.push(`causes.ts: the example of ${sig.id} is classified as ${got ? got.id : 'nothing'}`);
+  return [
+    fence(sig.example),
+    '',
+    `- sparkctl says: ${got?.cause ?? '(not classified)'}`,
+    `- fix: ${got?.fix ?? ''}`,
+    '',
+  ].join('\n');
 }
 
 function causesPage() {
@@ -43,7 +50,9 @@ function causesPage() {
     'what sparkctl says about exactly that line. The two marked *hang* are named for a launch that has',
     'stopped logging (a real error in the log wins over them). Back to the [README](../README.md).',
     '',
-    ...[...byId.keys()].map((id) => `- [\`${id}\`](#${id.replace(/[^a-z0-9-]/g, '')})${byId.get(id)[0].stall ? ' (hang)' : ''}`),
+    ...[...byId.keys()].map(
+      (id) => `- [\`${id}\`](#${id.replace(/[^a-z0-9-]/g, '')})${byId.get(id)[0].stall ? ' (hang)' : ''}`,
+    ),
     '',
   ];
   for (const [id, sigs] of byId) {
@@ -55,7 +64,13 @@ function causesPage() {
 
 function checksTable() {
   const rows = CATALOG.map((c) => {
-    const when = [c.blocking ? 'blocks `serve`' : '', c.onRequest ? `only with \`--only\` (${c.onRequest})` : '', c.needsGpu ? 'skips without a GPU driver' : ''].filter(Boolean).join('; ');
+    const when = [
+      c.blocking ? 'blocks `serve`' : '',
+      c.onRequest ? `only with \`--only\` (${c.onRequest})` : '',
+      c.needsGpu ? 'skips without a GPU driver' : '',
+    ]
+      .filter(Boolean)
+      .join('; ');
     return `| \`${c.id}\` | ${c.title} | ${when} |`;
   });
   return ['| id | checks | when |', '|---|---|---|', ...rows].join('\n');
@@ -88,7 +103,9 @@ for (const [rel, make] of files) {
   const want = make(cur);
   if (want === cur) continue;
   if (check) {
-    console.error(`${rel} differs from the code it is generated from: run \`node scripts/gen-docs.mjs\` (after npm run build)`);
+    console.error(
+      `${rel} differs from the code it is generated from: run \`node scripts/gen-docs.mjs\` (after npm run build)`,
+    );
     stale++;
   } else writeFileSync(path, want);
 }

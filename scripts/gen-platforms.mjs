@@ -14,7 +14,9 @@ const fromYaml = readPlatformFiles();
 if (process.argv.includes('--check')) {
   const { SHIPPED_PLATFORMS } = await import(`${root}dist/profiles/shipped-platforms.js`);
   if (!isDeepStrictEqual(JSON.parse(JSON.stringify(SHIPPED_PLATFORMS)), fromYaml)) {
-    console.error('src/profiles/shipped-platforms.ts differs from profiles/platforms/*.yaml: run `node scripts/gen-platforms.mjs`, then build again');
+    console.error(
+      'src/profiles/shipped-platforms.ts differs from profiles/platforms/*.yaml: run `node scripts/gen-platforms.mjs`, then build again',
+    );
     process.exit(1);
   }
 } else {

@@ -31,7 +31,8 @@ for (const v of files) {
     choices[k] = vals.map(String);
   }
   const metrics = {};
-  for (const [name, m] of Object.entries(d.metrics)) metrics[name] = [m.kind, m.labels ?? [], ...(m.deprecated ? ['deprecated'] : [])];
+  for (const [name, m] of Object.entries(d.metrics))
+    metrics[name] = [m.kind, m.labels ?? [], ...(m.deprecated ? ['deprecated'] : [])];
   out.push({
     version: v,
     exact: String(d.label).startsWith('exact'),

@@ -23,15 +23,24 @@ const cases = new Map(TOOLS.map((t) => [t, []]));
 // (an exit code that is an integer, a duration that is a number, output files inside the bundle).
 const inBundle = (f) => {
   const rel = relative(resolve(bundle), resolve(bundle, String(f)));
-  if (rel.startsWith('..') || rel.startsWith('/')) throw new Error(`${bundle}: ${JSON.stringify(f)} is outside the bundle`);
+  if (rel.startsWith('..') || rel.startsWith('/'))
+    throw new Error(`${bundle}: ${JSON.stringify(f)} is outside the bundle`);
   return join(bundle, rel);
 };
 const host = String(manifest.host ?? '?').replace(/[^\w.:@-]/g, '?');
 let n = 0;
 for (const c of manifest.commands) {
   if (!cases.has(c.argv?.[0]) || c.exitCode === null) continue;
-  if (!Number.isInteger(c.exitCode) || c.exitCode < 0 || c.exitCode > 255 || !Number.isFinite(c.durationMs) || c.durationMs < 0)
-    throw new Error(`${bundle}: a recorded ${c.argv[0]} call has exit code ${JSON.stringify(c.exitCode)} and duration ${JSON.stringify(c.durationMs)}`);
+  if (
+    !Number.isInteger(c.exitCode) ||
+    c.exitCode < 0 ||
+    c.exitCode > 255 ||
+    !Number.isFinite(c.durationMs) ||
+    c.durationMs < 0
+  )
+    throw new Error(
+      `${bundle}: a recorded ${c.argv[0]} call has exit code ${JSON.stringify(c.exitCode)} and duration ${JSON.stringify(c.durationMs)}`,
+    );
   const args = c.argv.slice(1).join(' ');
   const first = c.argv[1] ?? '';
   if (cases.get(c.argv[0]).some((x) => x.args === args)) continue;
@@ -47,7 +56,10 @@ for (const [tool, list] of cases) {
   const answer = (x) => `sleep ${x.sleep}; cat "$D/${x.id}.out"; cat "$D/${x.id}.err" >&2; exit ${x.exit};;`;
   const prefixes = new Set();
   const fallbacks = list.filter((x) => x.prefix && !prefixes.has(x.prefix) && prefixes.add(x.prefix));
-  const arms = [...list.map((x) => `  ${quote(x.args)}) ${answer(x)}`), ...fallbacks.map((x) => `  ${quote(x.prefix)}*) ${answer(x)}`)];
+  const arms = [
+    ...list.map((x) => `  ${quote(x.args)}) ${answer(x)}`),
+    ...fallbacks.map((x) => `  ${quote(x.prefix)}*) ${answer(x)}`),
+  ];
   const file = join(out, tool);
   writeFileSync(
     file,

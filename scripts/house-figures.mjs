@@ -28,10 +28,12 @@ if (!existsSync(src)) {
  */
 async function branchSites(sources) {
   const lib = new URL('./lib/branch-sites.mjs', import.meta.url);
-  if (!existsSync(lib)) return { count: null, sites: [], note: 'scripts/lib/branch-sites.mjs is not there yet: no count' };
+  if (!existsSync(lib))
+    return { count: null, sites: [], note: 'scripts/lib/branch-sites.mjs is not there yet: no count' };
   const mod = await import(pathToFileURL(lib.pathname).href);
   const fn = mod.branchSites ?? mod.default;
-  if (typeof fn !== 'function') return { count: null, sites: [], note: 'scripts/lib/branch-sites.mjs exports no branchSites(sources)' };
+  if (typeof fn !== 'function')
+    return { count: null, sites: [], note: 'scripts/lib/branch-sites.mjs exports no branchSites(sources)' };
   return await fn(sources);
 }
 
@@ -58,14 +60,22 @@ const figures = {
 };
 
 if (json) {
-  console.log(JSON.stringify({ figures, arrowsUp: up, circles: circ, longFunctions: long, branchSites: branches }, null, 2));
+  console.log(
+    JSON.stringify({ figures, arrowsUp: up, circles: circ, longFunctions: long, branchSites: branches }, null, 2),
+  );
 } else {
   const out = [];
   out.push(`src: ${figures.modules} modules, ${figures.lines} lines, ${figures.imports} imports`);
-  out.push(`arrows up (imports the floor table forbids): ${figures.arrowsUp} imports, ${figures.roomArrowsUp} room pairs`);
+  out.push(
+    `arrows up (imports the floor table forbids): ${figures.arrowsUp} imports, ${figures.roomArrowsUp} room pairs`,
+  );
   out.push(`module circles (type-only included): ${figures.moduleCircles}`);
-  out.push(`rooms in a room circle: ${figures.roomsInCircles}${circ.rooms.length ? ` (${circ.rooms.length} loop${circ.rooms.length > 1 ? 's' : ''})` : ''}`);
-  out.push(`functions over ${LONG_FUNCTION_LINES} lines (data tables aside): ${figures.longFunctions} (${figures.longLibraryFunctions} in the library, the rest in verbs)`);
+  out.push(
+    `rooms in a room circle: ${figures.roomsInCircles}${circ.rooms.length ? ` (${circ.rooms.length} loop${circ.rooms.length > 1 ? 's' : ''})` : ''}`,
+  );
+  out.push(
+    `functions over ${LONG_FUNCTION_LINES} lines (data tables aside): ${figures.longFunctions} (${figures.longLibraryFunctions} in the library, the rest in verbs)`,
+  );
   out.push(`host/container branch sites: ${branches.count ?? `- (${branches.note})`}`);
   out.push('', 'arrows up, by room pair:');
   const byPair = new Map();
@@ -75,7 +85,10 @@ if (json) {
   }
   for (const [k, es] of [...byPair].sort()) {
     out.push(`  ${k} (${es.length})`);
-    for (const e of es) out.push(`    src/${e.from}:${e.line} -> src/${e.to}${e.typeOnly ? ' (type)' : ''}${e.dynamic ? ' (dynamic)' : ''}`);
+    for (const e of es)
+      out.push(
+        `    src/${e.from}:${e.line} -> src/${e.to}${e.typeOnly ? ' (type)' : ''}${e.dynamic ? ' (dynamic)' : ''}`,
+      );
   }
   out.push('', 'module circles:');
   for (const c of circ.modules) out.push(`  ${c.map((f) => `src/${f}`).join(' <-> ')}`);

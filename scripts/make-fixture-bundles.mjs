@@ -10,7 +10,11 @@ import { PY } from '../dist/preflight/facts.js';
 const shared = process.argv[2] ?? new URL('../../shared', import.meta.url).pathname;
 const outRoot = new URL('../test/fixtures/bundles/', import.meta.url).pathname;
 const QUERY = ['nvidia-smi', `--query-gpu=${GPU_FIELDS.join(',')}`, '--format=csv,noheader,nounits'];
-const APPS = ['nvidia-smi', '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id', '--format=csv,noheader,nounits'];
+const APPS = [
+  'nvidia-smi',
+  '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id',
+  '--format=csv,noheader,nounits',
+];
 
 function bundle(name, host, source, entries, files, env) {
   const dir = join(outRoot, name);
@@ -34,7 +38,14 @@ function bundle(name, host, source, entries, files, env) {
     writeFileSync(join(dir, f), content);
     return { path, content: f };
   });
-  writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ version: 1, host, collectedAt: '2026-11-30T00:00:00Z', source: 'see SOURCE.md', commands, files: fl, env }, null, 2) + '\n');
+  writeFileSync(
+    join(dir, 'manifest.json'),
+    JSON.stringify(
+      { version: 1, host, collectedAt: '2026-11-30T00:00:00Z', source: 'see SOURCE.md', commands, files: fl, env },
+      null,
+      2,
+    ) + '\n',
+  );
   writeFileSync(join(dir, 'SOURCE.md'), source);
 }
 
@@ -85,7 +96,12 @@ The compute-apps query used four fields here; the host had no GPU processes, so 
 Durations are the measured means of MANIFEST.md.
 `,
     [
-      { argv: QUERY, stdout: body(r('query-gpu-csv-noheader-nounits.txt')), exitCode: rc(r('query-gpu-csv-noheader-nounits.txt')), durationMs: 60 },
+      {
+        argv: QUERY,
+        stdout: body(r('query-gpu-csv-noheader-nounits.txt')),
+        exitCode: rc(r('query-gpu-csv-noheader-nounits.txt')),
+        durationMs: 60,
+      },
       { argv: ['nvidia-smi', '-q'], stdout: body(r('nvidia-smi-q.txt')), durationMs: timings['smi.q'] },
       { argv: ['nvidia-smi', 'topo', '-m'], stdout: body(r('topo-m.txt')), durationMs: 77 },
       { argv: APPS, stdout: '', durationMs: 35 },
@@ -107,7 +123,13 @@ Durations are the measured means of MANIFEST.md.
         durationMs: 2,
       },
       { argv: ['dmesg'], stdout: body(r('dmesg-xid.txt')), durationMs: 5 },
-      { argv: ['systemctl', 'is-active', 'nvidia-fabricmanager'], stdout: '', stderr: 'bash: line 1: systemctl: command not found\n', exitCode: null, error: 'not-found' },
+      {
+        argv: ['systemctl', 'is-active', 'nvidia-fabricmanager'],
+        stdout: '',
+        stderr: 'bash: line 1: systemctl: command not found\n',
+        exitCode: null,
+        error: 'not-found',
+      },
       { argv: ['ipmitool', 'mc', 'info'], exitCode: null, error: 'not-found' },
       { argv: ['uname', '-m'], stdout: 'x86_64\n', durationMs: 1 },
       { argv: ['which', '-a', 'vllm'], stdout: '', exitCode: 1, durationMs: 1 },
@@ -115,7 +137,8 @@ Durations are the measured means of MANIFEST.md.
     {
       '/proc/driver/nvidia/version': body(r('proc-driver-version.txt')),
       '/opt/torch/.venv/lib/python3.12/site-packages/torch/version.py': `__version__ = '${torch[0]}'\ndebug = False\ncuda: Optional[str] = '${torch[1]}'\n`,
-      '/usr/include/nccl.h': '#define NCCL_MAJOR 2\n#define NCCL_MINOR 28\n#define NCCL_PATCH 3\n#define NCCL_VERSION_CODE 22803\n',
+      '/usr/include/nccl.h':
+        '#define NCCL_MAJOR 2\n#define NCCL_MINOR 28\n#define NCCL_PATCH 3\n#define NCCL_VERSION_CODE 22803\n',
       '/proc/self/limits':
         'Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\nMax locked memory         unlimited            unlimited            bytes\n',
       '/proc/sys/net/netfilter/nf_conntrack_max': '262144\n',
@@ -160,8 +183,12 @@ topo -m are verbatim. Everything else is absent from the bundle, and preflight s
 `,
       [
         { argv: QUERY, stdout: ours },
-        ...(sections.has('nvidia-smi -q') ? [{ argv: ['nvidia-smi', '-q'], stdout: sections.get('nvidia-smi -q') }] : []),
-        ...(sections.has('nvidia-smi topo -m') ? [{ argv: ['nvidia-smi', 'topo', '-m'], stdout: sections.get('nvidia-smi topo -m') }] : []),
+        ...(sections.has('nvidia-smi -q')
+          ? [{ argv: ['nvidia-smi', '-q'], stdout: sections.get('nvidia-smi -q') }]
+          : []),
+        ...(sections.has('nvidia-smi topo -m')
+          ? [{ argv: ['nvidia-smi', 'topo', '-m'], stdout: sections.get('nvidia-smi topo -m') }]
+          : []),
         { argv: APPS, stdout: '' },
         { argv: ['uname', '-m'], stdout: 'x86_64\n' },
       ],

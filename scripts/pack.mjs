@@ -53,7 +53,10 @@ const asJson = args.includes('--json');
 const saArg = args.indexOf('--standalone');
 const standalone = saArg >= 0 ? args[saArg + 1] : undefined;
 
-/** The Node each standalone tarball carries: npm's node-linux-ARCH at this version, by the package's sha512 (npm view node-linux-ARCH@VERSION dist.integrity). */
+/**
+ * The Node each standalone tarball carries: npm's node-linux-ARCH at this version, by the package's sha512 (npm view
+ * node-linux-ARCH@VERSION dist.integrity).
+ */
 const NODE = {
   version: '20.20.2',
   // nodeSha256: the binary's own hash. x64's equals the v20.20.2 node of the machine this was built on
@@ -72,11 +75,16 @@ const NODE = {
   },
 };
 if (saArg >= 0 && !(standalone in NODE && standalone !== 'version')) {
-  process.stderr.write(`pack: --standalone ${standalone ?? ''}: name the platform, linux-x64 or linux-arm64 (a DGX Spark is linux-arm64)\n`);
+  process.stderr.write(
+    `pack: --standalone ${standalone ?? ''}: name the platform, linux-x64 or linux-arm64 (a DGX Spark is linux-arm64)\n`,
+  );
   process.exit(2);
 }
 
-execFileSync(process.execPath, [join(root, 'scripts', 'prepare.mjs')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+execFileSync(process.execPath, [join(root, 'scripts', 'prepare.mjs')], {
+  cwd: root,
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
 
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 // Only what the installed CLI reads: no dependencies (they are in the bundle), no scripts (no
@@ -124,7 +132,14 @@ function packNpm(stage) {
   )[0];
   const file = join(out, res.filename);
   const sha256 = createHash('sha256').update(readFileSync(file)).digest('hex');
-  const summary = { file, version: release.version, bytes: statSync(file).size, unpackedBytes: res.unpackedSize, files: res.entryCount, sha256 };
+  const summary = {
+    file,
+    version: release.version,
+    bytes: statSync(file).size,
+    unpackedBytes: res.unpackedSize,
+    files: res.entryCount,
+    sha256,
+  };
   if (asJson) console.log(JSON.stringify(summary, null, 2));
   else
     console.log(
@@ -149,16 +164,26 @@ function nodePackage(platform) {
   if (!have) {
     // npm checks the download against the registry's integrity itself; the pin is checked after it
     const res = JSON.parse(
-      execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', cache, `${want.pkg}@${NODE.version}`], {
-        cwd: cache,
-        encoding: 'utf8',
-        env: { ...process.env, npm_config_loglevel: 'error', npm_config_update_notifier: 'false' },
-      }),
+      execFileSync(
+        'npm',
+        ['pack', '--json', '--ignore-scripts', '--pack-destination', cache, `${want.pkg}@${NODE.version}`],
+        {
+          cwd: cache,
+          encoding: 'utf8',
+          env: { ...process.env, npm_config_loglevel: 'error', npm_config_update_notifier: 'false' },
+        },
+      ),
     )[0];
-    if (res.integrity !== want.integrity) throw new Error(`pack: ${want.pkg}@${NODE.version} from the registry has integrity ${res.integrity}, not the pinned ${want.integrity}: refused`);
+    if (res.integrity !== want.integrity)
+      throw new Error(
+        `pack: ${want.pkg}@${NODE.version} from the registry has integrity ${res.integrity}, not the pinned ${want.integrity}: refused`,
+      );
   }
   const got = sri(file);
-  if (got !== want.integrity) throw new Error(`pack: ${file} has integrity ${got}, not the pinned ${want.integrity}: refused (remove it to fetch again)`);
+  if (got !== want.integrity)
+    throw new Error(
+      `pack: ${file} has integrity ${got}, not the pinned ${want.integrity}: refused (remove it to fetch again)`,
+    );
   return file;
 }
 
@@ -178,7 +203,8 @@ function packStandalone(stage, platform) {
     execFileSync('tar', ['-xzf', pkgFile, '-C', x]);
     const node = readFileSync(join(x, 'package', 'bin', 'node'));
     // an ELF executable of this platform's machine (e_machine at 18, little-endian)
-    if (node.readUInt32BE(0) !== 0x7f454c46 || node.readUInt16LE(18) !== want.elfMachine) throw new Error(`pack: ${want.pkg}'s bin/node is not an ELF for ${platform}: refused`);
+    if (node.readUInt32BE(0) !== 0x7f454c46 || node.readUInt16LE(18) !== want.elfMachine)
+      throw new Error(`pack: ${want.pkg}'s bin/node is not an ELF for ${platform}: refused`);
     writeFileSync(join(top, 'node', 'bin', 'node'), node, { mode: 0o755 });
     for (const f of ['LICENSE', 'README.md']) {
       try {
@@ -188,13 +214,21 @@ function packStandalone(stage, platform) {
       }
     }
     const nodeSha256 = createHash('sha256').update(node).digest('hex');
-    if (nodeSha256 !== want.nodeSha256) throw new Error(`pack: ${want.pkg}'s bin/node has sha256 ${nodeSha256}, not the pinned ${want.nodeSha256}: refused`);
+    if (nodeSha256 !== want.nodeSha256)
+      throw new Error(
+        `pack: ${want.pkg}'s bin/node has sha256 ${nodeSha256}, not the pinned ${want.nodeSha256}: refused`,
+      );
     writeFileSync(join(top, 'node', 'SHA256SUMS'), `${nodeSha256}  bin/node\n`);
     writeFileSync(join(top, 'bin', 'sparkctl'), LAUNCHER, { mode: 0o755 });
     const manifest = {
       sparkctl: release.version,
       platform,
-      node: { version: NODE.version, sha256: nodeSha256, from: `npm:${want.pkg}@${NODE.version}`, packageIntegrity: want.integrity },
+      node: {
+        version: NODE.version,
+        sha256: nodeSha256,
+        from: `npm:${want.pkg}@${NODE.version}`,
+        packageIntegrity: want.integrity,
+      },
       run: `${name}/bin/sparkctl`,
     };
     writeFileSync(join(top, 'MANIFEST.json'), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -202,7 +236,14 @@ function packStandalone(stage, platform) {
     // owner and order fixed: the same inputs give the same listing
     execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', '-czf', file, '-C', work, name]);
     const sha256 = createHash('sha256').update(readFileSync(file)).digest('hex');
-    const summary = { file, version: release.version, platform, bytes: statSync(file).size, sha256, node: manifest.node };
+    const summary = {
+      file,
+      version: release.version,
+      platform,
+      bytes: statSync(file).size,
+      sha256,
+      node: manifest.node,
+    };
     if (asJson) console.log(JSON.stringify(summary, null, 2));
     else
       console.log(

@@ -19,7 +19,9 @@ const env = { ...process.env, LC_ALL: 'C', NO_COLOR: '1' };
 const once = (bin) =>
   new Promise((resolve) => {
     const s = performance.now();
-    execFile(process.execPath, [bin, 'preflight', '--json'], { env, maxBuffer: 1 << 24 }, () => resolve(performance.now() - s));
+    execFile(process.execPath, [bin, 'preflight', '--json'], { env, maxBuffer: 1 << 24 }, () =>
+      resolve(performance.now() - s),
+    );
   });
 
 // warm the page cache and the tools (nvidia-smi's first call after idle is slower)

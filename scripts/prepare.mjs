@@ -12,7 +12,16 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const INPUTS = ['src', 'profiles/platforms', 'scripts/bundle.mjs', 'scripts/gen-platforms.mjs', 'scripts/prepare.mjs', 'tsconfig.json', 'package.json', 'package-lock.json'];
+const INPUTS = [
+  'src',
+  'profiles/platforms',
+  'scripts/bundle.mjs',
+  'scripts/gen-platforms.mjs',
+  'scripts/prepare.mjs',
+  'tsconfig.json',
+  'package.json',
+  'package-lock.json',
+];
 const KEY = join(root, 'dist', '.build-key');
 
 function files(p) {
@@ -29,7 +38,8 @@ for (const f of INPUTS.flatMap(files).sort())
     .update('\0');
 h.update(process.version.split('.')[0]);
 const key = h.digest('hex');
-const built = existsSync(join(root, 'dist', 'bundle', 'cli.js')) && existsSync(KEY) && readFileSync(KEY, 'utf8').trim() === key;
+const built =
+  existsSync(join(root, 'dist', 'bundle', 'cli.js')) && existsSync(KEY) && readFileSync(KEY, 'utf8').trim() === key;
 if (built && !process.argv.includes('--always')) {
   console.error('prepare: dist/ is already built from these sources (npm run build rebuilds it)');
 } else {

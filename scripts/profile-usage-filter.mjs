@@ -53,7 +53,9 @@ const CALLGRIND = arg('callgrind', undefined);
 const TRIM = arg('malloc-trim', undefined);
 const HAPROXY = process.env.HAPROXY ?? '/usr/sbin/haproxy';
 const { GatewaySettings, planGateway } = await import('../dist/gateway/plan.js');
-const { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody } = await import('../dist/gateway/config.js');
+const { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody } = await import(
+  '../dist/gateway/config.js'
+);
 const { USAGE_LUA } = await import('../dist/gateway/usage.js');
 
 const CAPTURES = new URL('../test/fixtures/captures/vllm-0.27.2/', import.meta.url).pathname;
@@ -61,7 +63,12 @@ const answerFile = ANSWER === 'stream' ? join(CAPTURES, 'chat-stream.sse') : joi
 const answerType = ANSWER === 'stream' ? 'text/event-stream' : 'application/json';
 const MODEL = 'tiny/qwen3-code';
 // a request with a prompt long enough that the prefix hash has its 1 KiB to read, as a chat client's would
-const body = JSON.stringify({ model: MODEL, prompt: `${'You are a careful assistant. '.repeat(60)}Hello`, max_tokens: 3, temperature: 0 });
+const body = JSON.stringify({
+  model: MODEL,
+  prompt: `${'You are a careful assistant. '.repeat(60)}Hello`,
+  max_tokens: 3,
+  temperature: 0,
+});
 
 /** The filter as main shipped it before this script (commit 4ea0b88), for the before/after. */
 const SHIPPED_LUA = readFileSync(new URL('./lib/usage-filter-shipped.lua', import.meta.url), 'utf8');
@@ -116,7 +123,8 @@ const LUA = {
   current: USAGE_LUA,
 };
 const variants = arg('variants', 'none,frame,data,log,headers,body,shipped,current').split(',');
-for (const v of variants) if (v !== 'none' && !LUA[v]) throw new Error(`--variants: ${v} is not one of none, ${Object.keys(LUA).join(', ')}`);
+for (const v of variants)
+  if (v !== 'none' && !LUA[v]) throw new Error(`--variants: ${v} is not one of none, ${Object.keys(LUA).join(', ')}`);
 
 const dir = mkdtempSync(join(tmpdir(), 'profile-usage-filter-'));
 const children = [];
@@ -143,7 +151,11 @@ async function startOrigin() {
 async function startGateway(v, origin) {
   const port = await freePort();
   const s = GatewaySettings.parse({ port, statsPort: await freePort(), wakerPort: await freePort() });
-  const plan = planGateway(s, [{ name: 'bench-0', profile: 'bench', servedName: MODEL, host: '127.0.0.1', port: origin, argv: [] }], join(dir, v));
+  const plan = planGateway(
+    s,
+    [{ name: 'bench-0', profile: 'bench', servedName: MODEL, host: '127.0.0.1', port: origin, argv: [] }],
+    join(dir, v),
+  );
   mkdirSync(plan.dir, { recursive: true });
   let usage;
   if (v !== 'none') {
@@ -164,11 +176,25 @@ async function startGateway(v, origin) {
   writeFileSync(plan.files.aliasMap, aliasesMap(plan));
   writeFileSync(plan.files.unknown, unknownModelBody(plan));
   const hap = [HAPROXY, '-db', '-q', '-f', plan.files.config];
-  const [cmd, argv] = CALLGRIND === v ? ['valgrind', ['--tool=callgrind', '--compress-strings=no', `--callgrind-out-file=${join(process.cwd(), `callgrind-${v}.out`)}`, ...hap]] : pin(1, hap);
+  const [cmd, argv] =
+    CALLGRIND === v
+      ? [
+          'valgrind',
+          [
+            '--tool=callgrind',
+            '--compress-strings=no',
+            `--callgrind-out-file=${join(process.cwd(), `callgrind-${v}.out`)}`,
+            ...hap,
+          ],
+        ]
+      : pin(1, hap);
   const c = spawn(cmd, argv, {
     stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
     detached: true,
-    env: { ...process.env, ...(TRIM ? { MALLOC_TRIM_THRESHOLD_: String(Number(TRIM)), MALLOC_MMAP_THRESHOLD_: String(4 << 20) } : {}) },
+    env: {
+      ...process.env,
+      ...(TRIM ? { MALLOC_TRIM_THRESHOLD_: String(Number(TRIM)), MALLOC_MMAP_THRESHOLD_: String(4 << 20) } : {}),
+    },
   });
   children.push(c);
   const g = { v, port, pid: c.pid, lines: 0, cpuNs: 0, faults: 0, ms: [] };
@@ -185,13 +211,22 @@ async function startGateway(v, origin) {
 /** The run time the kernel counted for all of a process's threads, ns. */
 /** Minor page faults of a process so far (/proc/PID/stat field 10): a count no other load on the host moves. */
 const minflt = (pid) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[7]);
-const runNs = (pid) => readdirSync(`/proc/${pid}/task`).reduce((n, t) => n + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]), 0);
+const runNs = (pid) =>
+  readdirSync(`/proc/${pid}/task`).reduce(
+    (n, t) => n + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]),
+    0,
+  );
 
 // a variant that never answers must stop the script, never leave HAProxy spinning on a shared host
 const agent = new Agent({ connections: 1, pipelining: 1, headersTimeout: 5000, bodyTimeout: 5000 });
 async function once(port) {
   const t = performance.now();
-  const r = await request(`http://127.0.0.1:${port}/v1/completions`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, dispatcher: agent });
+  const r = await request(`http://127.0.0.1:${port}/v1/completions`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json' },
+    dispatcher: agent,
+  });
   const text = await r.body.text();
   if (r.statusCode !== 200) throw new Error(`HTTP ${r.statusCode}: ${text.slice(0, 200)}`);
   return performance.now() - t;
@@ -205,7 +240,21 @@ let perf;
 if (PERF) {
   const g = gws.find((x) => x.v === PERF);
   if (!g) throw new Error(`--perf ${PERF}: not among the variants`);
-  perf = spawn('perf', ['record', '-F', '2000', '--call-graph', 'dwarf,16384', '-p', String(g.pid), '-o', join(process.cwd(), `perf-${PERF}.data`)], { stdio: 'ignore' });
+  perf = spawn(
+    'perf',
+    [
+      'record',
+      '-F',
+      '2000',
+      '--call-graph',
+      'dwarf,16384',
+      '-p',
+      String(g.pid),
+      '-o',
+      join(process.cwd(), `perf-${PERF}.data`),
+    ],
+    { stdio: 'ignore' },
+  );
 }
 for (const g of gws) g.lines = 0;
 const cg = gws.find((x) => x.v === CALLGRIND);
@@ -242,7 +291,11 @@ const row = (g) => {
   };
   if (base && g !== base) {
     const b = row(base);
-    r.overNone = { p50: +(r.p50 - b.p50).toFixed(3), p99: +(r.p99 - b.p99).toFixed(3), haproxyCpuUs: +(r.haproxyCpuUsPerRequest - b.haproxyCpuUsPerRequest).toFixed(1) };
+    r.overNone = {
+      p50: +(r.p50 - b.p50).toFixed(3),
+      p99: +(r.p99 - b.p99).toFixed(3),
+      haproxyCpuUs: +(r.haproxyCpuUsPerRequest - b.haproxyCpuUsPerRequest).toFixed(1),
+    };
   }
   return r;
 };
@@ -255,6 +308,8 @@ const out = {
   load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
   variants: Object.fromEntries(gws.map((g) => [g.v, row(g)])),
 };
-for (const g of gws) if (!['none', 'frame', 'data'].includes(g.v) && g.lines !== N) out.variants[g.v].warning = `logged ${g.lines} lines for ${N} requests`;
+for (const g of gws)
+  if (!['none', 'frame', 'data'].includes(g.v) && g.lines !== N)
+    out.variants[g.v].warning = `logged ${g.lines} lines for ${N} requests`;
 console.log(JSON.stringify(out, null, 2));
 process.exit(0);

@@ -22,8 +22,14 @@ const walk = (d, ext) =>
   });
 const src = walk(join(repo, 'src'), /\.ts$/).filter((p) => !p.endsWith('.d.ts'));
 const tests = walk(join(repo, 'test'), /\.ts$/).filter((p) => !p.endsWith('.d.ts'));
-const other = [...walk(join(repo, 'scripts'), /\.(mjs|js|ts)$/), ...(existsSync(join(repo, 'bin')) ? walk(join(repo, 'bin'), /./) : [])];
-const distUsers = [...tests.filter((p) => /'dist'|dist\//.test(readFileSync(p, 'utf8'))), ...walk(join(repo, 'test'), /\.(mjs|cjs|js|sh)$/)];
+const other = [
+  ...walk(join(repo, 'scripts'), /\.(mjs|js|ts)$/),
+  ...(existsSync(join(repo, 'bin')) ? walk(join(repo, 'bin'), /./) : []),
+];
+const distUsers = [
+  ...tests.filter((p) => /'dist'|dist\//.test(readFileSync(p, 'utf8'))),
+  ...walk(join(repo, 'test'), /\.(mjs|cjs|js|sh)$/),
+];
 other.push(...distUsers);
 const otherText = other.map((p) => readFileSync(p, 'utf8')).join('\n');
 const program = ts.createProgram([...src, ...tests], {
@@ -84,7 +90,11 @@ for (const sf of program.getSourceFiles()) {
       const s = checker.getSymbolAtLocation(n);
       if (s) mark(s, file);
       // shorthand destructure of a module: const { a } = await import('x')
-      if (ts.isBindingElement(n.parent) && ts.isObjectBindingPattern(n.parent.parent) && (n.parent.propertyName ?? n.parent.name) === n) {
+      if (
+        ts.isBindingElement(n.parent) &&
+        ts.isObjectBindingPattern(n.parent.parent) &&
+        (n.parent.propertyName ?? n.parent.name) === n
+      ) {
         const t = checker.getTypeAtLocation(n.parent.parent);
         const p = t.getProperty(n.text);
         if (p) mark(p, file);
@@ -109,18 +119,27 @@ for (const [f, m] of exportsOf)
       // used in its own file other than its declaration?
       const text = sf.text;
       const count = (text.match(new RegExp(`\\b${String(name).replace(/\$/g, '\\$')}\\b`, 'g')) ?? []).length;
-      spare.push({ file: relative(repo, f), line: sf.getLineAndCharacterOfPosition(d.getStart()).line + 1, name: String(name), local: count > 1 });
+      spare.push({
+        file: relative(repo, f),
+        line: sf.getLineAndCharacterOfPosition(d.getStart()).line + 1,
+        name: String(name),
+        local: count > 1,
+      });
     }
 const testOnly = [];
 for (const [f, m] of exportsOf)
-  for (const [name, s] of m) if (usedOutside.has(s) && [...usedBy.get(s)].every((u) => u.startsWith('test/'))) testOnly.push(`${relative(repo, f)} ${String(name)} <- ${[...usedBy.get(s)].join(',')}`);
+  for (const [name, s] of m)
+    if (usedOutside.has(s) && [...usedBy.get(s)].every((u) => u.startsWith('test/')))
+      testOnly.push(`${relative(repo, f)} ${String(name)} <- ${[...usedBy.get(s)].join(',')}`);
 if (process.argv.includes('--test-only')) {
   console.log(testOnly.join('\n'));
   console.log(`test-only: ${testOnly.length}`);
   process.exit(0);
 }
 for (const x of spare) console.log(`${x.file}:${x.line} ${x.name}${x.local ? '' : '  (UNUSED)'}`);
-console.log(`spare exports: ${spare.length} (${spare.filter((x) => x.local).length} used only in their own file, ${spare.filter((x) => !x.local).length} used nowhere)`);
+console.log(
+  `spare exports: ${spare.length} (${spare.filter((x) => x.local).length} used only in their own file, ${spare.filter((x) => !x.local).length} used nowhere)`,
+);
 if (process.argv.includes('--unexport')) {
   const { writeFileSync } = await import('node:fs');
   const edits = new Map(); // file -> [pos]

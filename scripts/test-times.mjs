@@ -24,11 +24,16 @@ const opt = (name, dflt) => {
 const top = Number(opt('--top', '40'));
 const only = opt('--file', '');
 if (!args.length || args.length > 2 || args.some((a) => a.startsWith('--'))) {
-  console.error('usage: node scripts/test-times.mjs RUN.json|RUN.log [BEFORE-vs-AFTER second input] [--top N] [--file SUBSTRING]');
+  console.error(
+    'usage: node scripts/test-times.mjs RUN.json|RUN.log [BEFORE-vs-AFTER second input] [--top N] [--file SUBSTRING]',
+  );
   process.exit(2);
 }
 
-/** @returns {{ files: Array<{ file: string, ms: number, tests: Array<{ suite: string, name: string, ms: number, state: string }> }> }} */
+/**
+ * @returns {{ files: Array<{ file: string, ms: number, tests: Array<{ suite: string, name: string, ms: number, state:
+ *          string }> }> }}
+ */
 function load(path) {
   const text = readFileSync(path, 'utf8');
   if (text.trimStart().startsWith('{')) return fromJson(JSON.parse(text));
@@ -43,7 +48,12 @@ function fromJson(j) {
   const files = (j.testResults ?? []).map((f) => ({
     file: f.name.replace(/^.*?\/(test\/)/, '$1'),
     ms: (f.endTime ?? 0) - (f.startTime ?? 0),
-    tests: (f.assertionResults ?? []).map((t) => ({ suite: (t.ancestorTitles ?? []).join(' > '), name: t.title, ms: t.duration ?? 0, state: t.status })),
+    tests: (f.assertionResults ?? []).map((t) => ({
+      suite: (t.ancestorTitles ?? []).join(' > '),
+      name: t.title,
+      ms: t.duration ?? 0,
+      state: t.status,
+    })),
   }));
   return { files, wall };
 }
@@ -61,8 +71,15 @@ function fromLog(text) {
       continue;
     }
     const t = /^ {3,}(✓|×|↓) (.*?)\s+(\d+)ms(?: \[.*)?$/.exec(line);
-    if (t && cur) cur.tests.push({ suite: '', name: t[2], ms: Number(t[3]), state: t[1] === '✓' ? 'passed' : t[1] === '×' ? 'failed' : 'skipped' });
-    else if (/^ {4,}\S/.test(line) === false && !/^ {3,}(✓|×|↓)/.test(line) && !/^\s*$/.test(line)) cur = cur && /^ {2}/.test(line) ? cur : undefined;
+    if (t && cur)
+      cur.tests.push({
+        suite: '',
+        name: t[2],
+        ms: Number(t[3]),
+        state: t[1] === '✓' ? 'passed' : t[1] === '×' ? 'failed' : 'skipped',
+      });
+    else if (/^ {4,}\S/.test(line) === false && !/^ {3,}(✓|×|↓)/.test(line) && !/^\s*$/.test(line))
+      cur = cur && /^ {2}/.test(line) ? cur : undefined;
   }
   return { files };
 }
@@ -73,8 +90,13 @@ const pick = (run) => run.files.filter((f) => !only || f.file.includes(only));
 function one(run) {
   const files = pick(run).sort((a, b) => b.ms - a.ms);
   const all = files.reduce((n, f) => n + f.ms, 0);
-  console.log(`files: ${files.length}, ${s(all)} s in files from their first tests (two workers: about half of that is wall time)${run.wall ? `; the run's wall time ${s(run.wall).trim()} s` : ''}`);
-  for (const f of files.slice(0, top)) console.log(`${s(f.ms)} s  ${f.file}  (${f.tests.length} tests, ${s(f.tests.reduce((n, t) => n + t.ms, 0)).trim()} s in tests)`);
+  console.log(
+    `files: ${files.length}, ${s(all)} s in files from their first tests (two workers: about half of that is wall time)${run.wall ? `; the run's wall time ${s(run.wall).trim()} s` : ''}`,
+  );
+  for (const f of files.slice(0, top))
+    console.log(
+      `${s(f.ms)} s  ${f.file}  (${f.tests.length} tests, ${s(f.tests.reduce((n, t) => n + t.ms, 0)).trim()} s in tests)`,
+    );
   for (const f of files.filter((x) => x.tests.some((t) => t.suite))) {
     const suites = new Map();
     for (const t of f.tests) suites.set(t.suite, (suites.get(t.suite) ?? 0) + t.ms);
@@ -83,7 +105,10 @@ function one(run) {
   }
   const tests = files.flatMap((f) => f.tests.map((t) => ({ ...t, file: f.file }))).sort((a, b) => b.ms - a.ms);
   console.log('\nslowest tests:');
-  for (const t of tests.slice(0, top)) console.log(`${s(t.ms)} s  ${t.state === 'passed' ? '' : `[${t.state}] `}${t.suite ? `${t.suite} > ` : ''}${t.name.slice(0, 150)}`);
+  for (const t of tests.slice(0, top))
+    console.log(
+      `${s(t.ms)} s  ${t.state === 'passed' ? '' : `[${t.state}] `}${t.suite ? `${t.suite} > ` : ''}${t.name.slice(0, 150)}`,
+    );
 }
 
 function two(a, b) {
@@ -103,18 +128,25 @@ function two(a, b) {
     }
   }
   const keys = [...new Set([...A.keys(), ...B.keys()])];
-  const rows = keys.map((k) => ({ k, a: A.get(k), b: B.get(k) })).sort((x, y) => (y.a?.ms ?? 0) + (y.b?.ms ?? 0) - (x.a?.ms ?? 0) - (x.b?.ms ?? 0));
+  const rows = keys
+    .map((k) => ({ k, a: A.get(k), b: B.get(k) }))
+    .sort((x, y) => (y.a?.ms ?? 0) + (y.b?.ms ?? 0) - (x.a?.ms ?? 0) - (x.b?.ms ?? 0));
   console.log('  before    after    delta  test');
   for (const r of rows) {
     const cell = (t) => (t ? (t.state === 'passed' || t.state === 'failed' ? s(t.ms) : '   skip') : '      -');
-    console.log(`${cell(r.a)}  ${cell(r.b)}  ${s((r.b?.ms ?? 0) - (r.a?.ms ?? 0))}  ${r.k.replace(/^test\/real-vllm\/all\.test\.ts :: /, '').slice(0, 140)}`);
+    console.log(
+      `${cell(r.a)}  ${cell(r.b)}  ${s((r.b?.ms ?? 0) - (r.a?.ms ?? 0))}  ${r.k.replace(/^test\/real-vllm\/all\.test\.ts :: /, '').slice(0, 140)}`,
+    );
   }
   const fa = pick(a).reduce((n, f) => n + f.ms, 0);
   const fb = pick(b).reduce((n, f) => n + f.ms, 0);
   const ta = [...A.values()].reduce((n, t) => n + t.ms, 0);
   const tb = [...B.values()].reduce((n, t) => n + t.ms, 0);
-  console.log(`\nin tests: ${s(ta)} -> ${s(tb)} s (${s(tb - ta).trim()} s); files from their first tests: ${s(fa)} -> ${s(fb)} s (${s(fb - fa).trim()} s)`);
-  if (a.wall && b.wall) console.log(`the runs' wall time (hooks too): ${s(a.wall)} -> ${s(b.wall)} s (${s(b.wall - a.wall).trim()} s)`);
+  console.log(
+    `\nin tests: ${s(ta)} -> ${s(tb)} s (${s(tb - ta).trim()} s); files from their first tests: ${s(fa)} -> ${s(fb)} s (${s(fb - fa).trim()} s)`,
+  );
+  if (a.wall && b.wall)
+    console.log(`the runs' wall time (hooks too): ${s(a.wall)} -> ${s(b.wall)} s (${s(b.wall - a.wall).trim()} s)`);
 }
 
 const runs = args.map(load);

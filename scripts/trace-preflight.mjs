@@ -24,14 +24,19 @@ const once = (i) =>
     const file = join(dir, `t${i}.json`);
     const env = { ...process.env, LC_ALL: 'C', NO_COLOR: '1', SPARKCTL_SPAWN_TRACE: file };
     const s = performance.now();
-    execFile(process.execPath, ['--require', hook, bin, 'preflight', '--json', ...extra], { env, maxBuffer: 16 << 20 }, (_e, stdout) => {
-      const wall = performance.now() - s;
-      let wallMs = null;
-      try {
-        wallMs = JSON.parse(stdout).wallMs;
-      } catch {}
-      resolve({ wall, wallMs, t: JSON.parse(readFileSync(file, 'utf8')) });
-    });
+    execFile(
+      process.execPath,
+      ['--require', hook, bin, 'preflight', '--json', ...extra],
+      { env, maxBuffer: 16 << 20 },
+      (_e, stdout) => {
+        const wall = performance.now() - s;
+        let wallMs = null;
+        try {
+          wallMs = JSON.parse(stdout).wallMs;
+        } catch {}
+        resolve({ wall, wallMs, t: JSON.parse(readFileSync(file, 'utf8')) });
+      },
+    );
   });
 
 const rows = [];
@@ -62,7 +67,8 @@ const pick = rows.map(({ wall, wallMs, t }) => {
 });
 const col = (k) => spread(pick.map((r) => r[k]).filter((v) => typeof v === 'number'));
 const probeSpans = {};
-for (const { t } of rows) for (const e of t.events) (probeSpans[e.argv] ??= []).push((e.closeAt ?? e.exitAt ?? t.exitAt) - e.at);
+for (const { t } of rows)
+  for (const e of t.events) (probeSpans[e.argv] ??= []).push((e.closeAt ?? e.exitAt ?? t.exitAt) - e.at);
 console.log(
   JSON.stringify(
     {

@@ -31,7 +31,13 @@ function files(dir) {
 
 /** Every comment range in the file, from the parser's tokens (so never inside a string or template). */
 function commentRanges(text, path) {
-  const sf = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, path.endsWith('ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS);
+  const sf = ts.createSourceFile(
+    path,
+    text,
+    ts.ScriptTarget.Latest,
+    true,
+    path.endsWith('ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS,
+  );
   const seen = new Map();
   const visit = (node) => {
     for (const r of ts.getLeadingCommentRanges(text, node.pos) ?? []) seen.set(r.pos, r);
@@ -95,7 +101,12 @@ function refill(bodies, prefix) {
     const indent = b.match(/^ */)[0].length;
     if (bullet && indent === 0) {
       flush();
-      para = { lead: bullet[0].replace(/\s+$/, ' '), words: b.slice(bullet[0].length).trim().split(/\s+/), lines: [b], long: b.length > room };
+      para = {
+        lead: bullet[0].replace(/\s+$/, ' '),
+        words: b.slice(bullet[0].length).trim().split(/\s+/),
+        lines: [b],
+        long: b.length > room,
+      };
       continue;
     }
     if (para && indent === para.lead.length && indent > 0) {
@@ -139,19 +150,28 @@ function wrapFile(path) {
   const edits = []; // { from, to (line indexes, inclusive), lines }
   const ranges = commentRanges(text, path);
   // whole-line // comments, grouped into runs of consecutive lines with one indent
-  const single = ranges.filter((r) => r.kind === ts.SyntaxKind.SingleLineCommentTrivia && /^\s*$/.test(text.slice(lineStart[lineOf(r.pos)], r.pos)));
+  const single = ranges.filter(
+    (r) =>
+      r.kind === ts.SyntaxKind.SingleLineCommentTrivia && /^\s*$/.test(text.slice(lineStart[lineOf(r.pos)], r.pos)),
+  );
   let i = 0;
   while (i < single.length) {
     const l0 = lineOf(single[i].pos);
     const indent = lines[l0].match(/^\s*/)[0];
     let j = i;
-    while (j + 1 < single.length && lineOf(single[j + 1].pos) === lineOf(single[j].pos) + 1 && lines[lineOf(single[j + 1].pos)].match(/^\s*/)[0] === indent) j++;
+    while (
+      j + 1 < single.length &&
+      lineOf(single[j + 1].pos) === lineOf(single[j].pos) + 1 &&
+      lines[lineOf(single[j + 1].pos)].match(/^\s*/)[0] === indent
+    )
+      j++;
     const from = l0;
     const to = lineOf(single[j].pos);
     i = j + 1;
     const run = lines.slice(from, to + 1);
     if (!run.some((l) => l.length > width)) continue;
-    if (run.some((l) => !l.startsWith(`${indent}//`) || l.startsWith(`${indent}///`) || l.startsWith(`${indent}//!`))) continue;
+    if (run.some((l) => !l.startsWith(`${indent}//`) || l.startsWith(`${indent}///`) || l.startsWith(`${indent}//!`)))
+      continue;
     const prefix = `${indent}// `;
     const bodies = run.map((l) => l.slice(indent.length + 2).replace(/^ /, ''));
     const next = refill(bodies, prefix).map((b) => (b === '' ? `${indent}//` : prefix + b));
@@ -207,7 +227,9 @@ for (const d of DIRS) {
     if (r.changed) changed++;
     if (check && r.changed) {
       bad++;
-      console.log(`${relative(root, f)}: comments past ${width} columns that can be wrapped (lines ${r.left.join(', ')})`);
+      console.log(
+        `${relative(root, f)}: comments past ${width} columns that can be wrapped (lines ${r.left.join(', ')})`,
+      );
     }
   }
 }

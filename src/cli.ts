@@ -1,6 +1,6 @@
-// The program: every verb lives in its own folder under src/verbs/ (flags.ts: its options and help; run.ts: its handler);
-// each verb's code is imported only when that verb runs, so `sparkctl --help` and `--version`
-// never load zod, the HTTP client, pino or systeminformation.
+// The program: every verb lives in its own folder under src/verbs/ (flags.ts: its options and help; run.ts: its
+// handler); each verb's code is imported only when that verb runs, so `sparkctl --help` and `--version` never load zod,
+// the HTTP client, pino or systeminformation.
 import { Command, CommanderError } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { SparkError, ExitCode, UsageError } from './errors.js';
@@ -70,7 +70,9 @@ function version(): string {
   // dist/cli.js or dist/bundle/cli.js
   for (const rel of ['../package.json', '../../package.json']) {
     try {
-      const pkg = JSON.parse(readTextSync(fileURLToPath(new URL(rel, import.meta.url)), { maxBytes: READ_LIMITS.record }));
+      const pkg = JSON.parse(
+        readTextSync(fileURLToPath(new URL(rel, import.meta.url)), { maxBytes: READ_LIMITS.record }),
+      );
       if (pkg.name === 'sparkctl') return pkg.version;
     } catch {
       /* try the next */

@@ -7,7 +7,19 @@
 // project's .venv-ray (ray: 'real'), and a `sparkctl` wrapper
 // whose preflight answers from that node's bundle (this machine has no GPU).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync, readFileSync, readlinkSync, chmodSync, cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  writeFileSync,
+  readFileSync,
+  readlinkSync,
+  chmodSync,
+  cpSync,
+  existsSync,
+  readdirSync,
+  rmSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -62,9 +74,16 @@ echo ']}'
 function nodeBundle(dest: string, driver?: string) {
   cpSync(join(FIXTURES, 'bundles', 'h200x2-driver580-cuda13'), dest, { recursive: true });
   const m = JSON.parse(readFileSync(join(dest, 'manifest.json'), 'utf8'));
-  const q = m.commands.find((c: { argv: string[] }) => c.argv[0] === 'nvidia-smi' && c.argv[1].startsWith('--query-gpu='));
+  const q = m.commands.find(
+    (c: { argv: string[] }) => c.argv[0] === 'nvidia-smi' && c.argv[1].startsWith('--query-gpu='),
+  );
   const rows = readFileSync(join(dest, q.stdout), 'utf8').trim().split('\n');
-  const eight = Array.from({ length: 8 }, (_, i) => rows[i % 2]!.replace(/^\d+, /, `${i}, `).replace(/00000000:00:0[67]\.0/, `00000000:00:${String(6 + i).padStart(2, '0')}.0`));
+  const eight = Array.from({ length: 8 }, (_, i) =>
+    rows[i % 2]!.replace(/^\d+, /, `${i}, `).replace(
+      /00000000:00:0[67]\.0/,
+      `00000000:00:${String(6 + i).padStart(2, '0')}.0`,
+    ),
+  );
   let text = eight.join('\n') + '\n';
   if (driver) text = text.replaceAll('580.159.04', driver);
   writeFileSync(join(dest, q.stdout), text);
@@ -101,7 +120,8 @@ export const RAY_VENV = join(ROOT, '.venv-ray');
 export function realRayUnavailable(): string | undefined {
   const why = netnsUnavailable();
   if (why) return why;
-  if (!existsSync(join(RAY_VENV, 'bin', 'ray'))) return `Ray is not installed in ${RAY_VENV} (.ci/run installs it: python3 -m venv .venv-ray && .venv-ray/bin/pip install ray)`;
+  if (!existsSync(join(RAY_VENV, 'bin', 'ray')))
+    return `Ray is not installed in ${RAY_VENV} (.ci/run installs it: python3 -m venv .venv-ray && .venv-ray/bin/pip install ray)`;
   if (spawnSync('unshare', ['--pid', '--mount', '--fork', '--mount-proc', 'true']).status !== 0)
     return 'unshare --pid --mount does not work here (PID and mount namespaces are needed for one Ray per node)';
   return undefined;
@@ -196,21 +216,35 @@ function clearDeadClusters(): void {
         return [];
       }
     })();
-    if (!pid || alivePid(Number(pid)) || !id || !/^[0-9a-f]{4}$/.test(id) || !dir?.startsWith('/var/tmp/sparkctl-cluster-')) continue;
+    if (
+      !pid ||
+      alivePid(Number(pid)) ||
+      !id ||
+      !/^[0-9a-f]{4}$/.test(id) ||
+      !dir?.startsWith('/var/tmp/sparkctl-cluster-')
+    )
+      continue;
     for (const x of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
       const argv = cmdline(Number(x));
-      if (argv.startsWith('unshare ') && argv.includes(` ${dir}/n`) && argv.endsWith('/init.sh')) spawnSync('kill', ['-9', x]);
+      if (argv.startsWith('unshare ') && argv.includes(` ${dir}/n`) && argv.endsWith('/init.sh'))
+        spawnSync('kill', ['-9', x]);
     }
     const names = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout ?? '';
     for (const ns of names.match(new RegExp(`^spk${id}n\\d+`, 'gm')) ?? []) spawnSync('ip', ['netns', 'del', ns]);
     spawnSync('ip', ['link', 'del', `spb${id}`]);
-    for (const l of (spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout ?? '').match(new RegExp(`vh${id}\\d+`, 'g')) ?? []) spawnSync('ip', ['link', 'del', l]);
+    for (const l of (spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout ?? '').match(
+      new RegExp(`vh${id}\\d+`, 'g'),
+    ) ?? [])
+      spawnSync('ip', ['link', 'del', l]);
     rmSync(dir, { recursive: true, force: true });
     rmSync(join('/var/tmp', f), { force: true });
   }
 }
 
-/** Claims the first free netns subnet from `first` on for cluster `id` in `dir` (a claim whose process is gone is taken over). */
+/**
+ * Claims the first free netns subnet from `first` on for cluster `id` in `dir` (a claim whose process is gone is taken
+ * over).
+ */
 function claimSubnet(first: number, id: string, dir: string): number {
   clearDeadClusters();
   for (let i = 0, tries = 0; i < 250 && tries < 500; i++, tries++) {
@@ -264,7 +298,9 @@ export async function makeCluster(
   // same b would reach each other's sshd: "Permission denied (publickey)" on every node, seen in CI)
   const b = mode === 'netns' ? claimSubnet(1 + (parseInt(id, 16) % 250), id, dir) : 1 + (parseInt(id, 16) % 250);
   const n = opts.nodes ?? 4;
-  const addresses = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `10.250.${b}.${10 + i}` : `127.0.${b}.${i + 2}`));
+  const addresses = Array.from({ length: n }, (_, i) =>
+    mode === 'netns' ? `10.250.${b}.${10 + i}` : `127.0.${b}.${i + 2}`,
+  );
   const nsNames = Array.from({ length: n }, (_, i) => `spk${id}n${i}`);
   const interfaces = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `vn${id}${i}` : 'lo'));
   const bridge = `spb${id}`;
@@ -288,7 +324,8 @@ export async function makeCluster(
     const sparkctl = opts.sparkctl ?? `${process.execPath} ${BIN}`;
     writeFileSync(
       join(nd, 'bin', 'sparkctl'),
-      // a test's simulator fault for every node: the file sim-fault in the cluster's folder (the nodes' env is fixed at creation)
+      // a test's simulator fault for every node: the file sim-fault in the cluster's folder (the nodes' env is fixed at
+      // creation)
       `#!/bin/bash\n# node n${i}: sparkctl, with preflight answered from this node's bundle\nif [ "$1" = preflight ]; then exec ${sparkctl} "$@" --from ${join(nd, 'bundle')}; fi\n[ -s ${join(dir, 'sim-fault')} ] && export SPARKCTL_SIM_FAULT="$(cat ${join(dir, 'sim-fault')})"\nexec ${sparkctl} "$@"\n`,
       { mode: 0o755 },
     );
@@ -358,10 +395,27 @@ export async function makeCluster(
       writeFileSync(join(nd, 'init.sh'), INIT(nd, opts.cgroups), { mode: 0o755 });
       // The node: its network namespace, and its own PID and mount namespaces (--kill-child: when
       // unshare is killed, the node's init is, and with it every process of the node).
-      const p = spawn('ip', ['netns', 'exec', ns, 'unshare', '--pid', '--mount', '--fork', '--kill-child=SIGKILL', '--mount-proc', '--propagation', 'private', join(nd, 'init.sh')], {
-        detached: true,
-        stdio: 'ignore',
-      });
+      const p = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          ns,
+          'unshare',
+          '--pid',
+          '--mount',
+          '--fork',
+          '--kill-child=SIGKILL',
+          '--mount-proc',
+          '--propagation',
+          'private',
+          join(nd, 'init.sh'),
+        ],
+        {
+          detached: true,
+          stdio: 'ignore',
+        },
+      );
       p.unref();
       inits.push({ unshare: p.pid!, init: 0, ns });
     }
@@ -370,11 +424,15 @@ export async function makeCluster(
       const nd = join(dir, `n${i}`);
       while (!existsSync(join(nd, 'init.up')) || !inits[i]!.init) {
         inits[i]!.init = childrenOf(inits[i]!.unshare)[0] ?? 0;
-        if (Date.now() > deadline) throw new Error(`test node n${i} did not start: ${existsSync(join(nd, 'sshd.log')) ? readFileSync(join(nd, 'sshd.log'), 'utf8') : ''}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `test node n${i} did not start: ${existsSync(join(nd, 'sshd.log')) ? readFileSync(join(nd, 'sshd.log'), 'utf8') : ''}`,
+          );
         await new Promise((r) => setTimeout(r, 50));
       }
       while (!(await tcpOpen(addresses[i]!, 22))) {
-        if (Date.now() > deadline) throw new Error(`sshd on test node n${i} did not listen: ${readFileSync(join(nd, 'sshd.log'), 'utf8')}`);
+        if (Date.now() > deadline)
+          throw new Error(`sshd on test node n${i} did not listen: ${readFileSync(join(nd, 'sshd.log'), 'utf8')}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     }
@@ -390,7 +448,8 @@ export async function makeCluster(
     env.SPARKCTL_SSH = join(dir, 'fake-ssh');
     sshOptions = [];
   }
-  const node = (i: number) => `{ name: n${i}, address: ${addresses[i]}, sshUser: root, interface: ${interfaces[i]}, gpus: ${opts.gpusPerNode ?? 8} }`;
+  const node = (i: number) =>
+    `{ name: n${i}, address: ${addresses[i]}, sshUser: root, interface: ${interfaces[i]}, gpus: ${opts.gpusPerNode ?? 8} }`;
   writeFileSync(
     join(dir, 'nodes.yaml'),
     `head: ${node(0)}\nworkers:\n${addresses
@@ -401,7 +460,10 @@ export async function makeCluster(
       )}\n${opts.masterPort ? `masterPort: ${opts.masterPort}\n` : ''}ssh:\n  identityFile: ${join(dir, 'id')}\n  connectTimeoutSeconds: 5\n  options: [${sshOptions.map((o) => `"${o}"`).join(', ')}]\nsparkctl: sparkctl\n`,
   );
   const exec = (i: number, command: string, timeoutMs = 60_000) => {
-    const argv = mode === 'netns' ? ['nsenter', '-t', String(inits[i]!.init), '-a', 'env', '-i', ...nodeEnv[i]!, 'bash', '-c', command] : ['env', '-i', ...nodeEnv[i]!, 'bash', '-c', command];
+    const argv =
+      mode === 'netns'
+        ? ['nsenter', '-t', String(inits[i]!.init), '-a', 'env', '-i', ...nodeEnv[i]!, 'bash', '-c', command]
+        : ['env', '-i', ...nodeEnv[i]!, 'bash', '-c', command];
     const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: timeoutMs });
     return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
   };
@@ -415,7 +477,8 @@ export async function makeCluster(
     rayDir,
     marker,
     env,
-    calls: () => (existsSync(join(rayDir, 'calls.log')) ? readFileSync(join(rayDir, 'calls.log'), 'utf8').trim().split('\n') : []),
+    calls: () =>
+      existsSync(join(rayDir, 'calls.log')) ? readFileSync(join(rayDir, 'calls.log'), 'utf8').trim().split('\n') : [],
     exec,
     processes(i: number) {
       if (mode !== 'netns') return [];
@@ -426,7 +489,14 @@ export async function makeCluster(
         const pid = Number(e);
         if (!Number.isInteger(pid) || pid === inits[i]!.init || pidNs(pid) !== ns) continue;
         const cmd = cmdline(pid);
-        if (!cmd || cmd.startsWith('/usr/sbin/sshd -D') || cmd.startsWith('sshd:') || cmd.startsWith('sleep 1') || cmd.startsWith('nsenter')) continue;
+        if (
+          !cmd ||
+          cmd.startsWith('/usr/sbin/sshd -D') ||
+          cmd.startsWith('sshd:') ||
+          cmd.startsWith('sleep 1') ||
+          cmd.startsWith('nsenter')
+        )
+          continue;
         out.push(`${pid} ${cmd.slice(0, 120)}`);
       }
       return out;

@@ -32,7 +32,8 @@ export interface Dockerd {
   stop: () => Promise<void>;
 }
 
-const tail = (f: string, n = 8) => (existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').slice(-n).join('\n') : '(no log)');
+const tail = (f: string, n = 8) =>
+  existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').slice(-n).join('\n') : '(no log)';
 
 // the pid in our pidfile, signalled only when it is the daemon this call started (its pid, its data-root)
 function ourPid(dir: string, started: number | undefined): number | undefined {
@@ -60,7 +61,10 @@ async function freeSubnet(): Promise<string | undefined> {
  * Start the private daemon; { why } (with its log's last lines) when it does not answer `docker
  * version` within the deadline. The folder is the caller's temp folder (stop() leaves it empty).
  */
-export async function startDockerd(dir: string, opts: { bridge?: boolean; deadlineMs?: number } = {}): Promise<Dockerd | { why: string }> {
+export async function startDockerd(
+  dir: string,
+  opts: { bridge?: boolean; deadlineMs?: number } = {},
+): Promise<Dockerd | { why: string }> {
   mkdirSync(dir, { recursive: true });
   const sock = join(dir, 'docker.sock');
   const env = { DOCKER_HOST: `unix://${sock}` };
@@ -72,7 +76,10 @@ export async function startDockerd(dir: string, opts: { bridge?: boolean; deadli
     const ip = (args: string[]) => execa('ip', args, { reject: false });
     if (net && (await ip(['link', 'add', 'name', name, 'type', 'bridge'])).exitCode === 0) {
       bridge = name;
-      if ((await ip(['addr', 'add', `${net}.1/24`, 'dev', name])).exitCode !== 0 || (await ip(['link', 'set', name, 'up'])).exitCode !== 0) {
+      if (
+        (await ip(['addr', 'add', `${net}.1/24`, 'dev', name])).exitCode !== 0 ||
+        (await ip(['link', 'set', name, 'up'])).exitCode !== 0
+      ) {
         await ip(['link', 'del', name]);
         bridge = undefined;
       }
@@ -95,7 +102,11 @@ export async function startDockerd(dir: string, opts: { bridge?: boolean; deadli
     '--ip-masq=false',
     `--bridge=${bridge ?? 'none'}`,
   ];
-  const child = execa('sh', ['-c', `exec ${DOCKERD} "$@" >"${log}" 2>&1`, 'dockerd', ...args], { reject: false, detached: true, stdio: 'ignore' });
+  const child = execa('sh', ['-c', `exec ${DOCKERD} "$@" >"${log}" 2>&1`, 'dockerd', ...args], {
+    reject: false,
+    detached: true,
+    stdio: 'ignore',
+  });
   child.catch(() => {});
   const stop = async () => {
     // sh execs dockerd: the child's pid is the daemon's
@@ -108,7 +119,11 @@ export async function startDockerd(dir: string, opts: { bridge?: boolean; deadli
       try {
         process.kill(pid, 'SIGTERM');
       } catch {}
-      const gone = await waitFor(() => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[2] === 'Z', 30_000, 100);
+      const gone = await waitFor(
+        () => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[2] === 'Z',
+        30_000,
+        100,
+      );
       if (!gone)
         try {
           process.kill(pid, 'SIGKILL');
@@ -127,7 +142,10 @@ export async function startDockerd(dir: string, opts: { bridge?: boolean; deadli
   };
   // ours answers: its pidfile names the child (a socket another daemon holds would answer too)
   const up = await waitFor(
-    async () => child.exitCode === null && ourPid(dir, child.pid) !== undefined && (await docker(['version', '--format', '{{.Server.Version}}'], 10_000)).exitCode === 0,
+    async () =>
+      child.exitCode === null &&
+      ourPid(dir, child.pid) !== undefined &&
+      (await docker(['version', '--format', '{{.Server.Version}}'], 10_000)).exitCode === 0,
     opts.deadlineMs ?? 60_000,
     200,
   );
@@ -157,7 +175,11 @@ export async function importSimImage(d: Dockerd, work: string): Promise<string> 
  * Where the real-vLLM image's docker archive is kept between runs: outside the clone (CI clones afresh),
  * beside .ci/run's venvs, one archive, named by the image ID it holds.
  */
-export const archiveCache = () => join(process.env.SPARKCTL_CI_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sparkctl-ci'), 'docker-archives');
+export const archiveCache = () =>
+  join(
+    process.env.SPARKCTL_CI_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sparkctl-ci'),
+    'docker-archives',
+  );
 
 /**
  * The real-vLLM image podman built (test/podman.ts buildVllmImage) loaded into this daemon under the
@@ -197,6 +219,7 @@ export async function loadVllmImage(
   const r = await d.docker(['load', '-q', '-i', archive], 10 * 60_000);
   if (r.exitCode !== 0) throw new Error(`docker load ${archive}: ${r.stderr}`);
   const loaded = ((await d.docker(['image', 'inspect', '--format', '{{.Id}}', image])).stdout as string).trim();
-  if (loaded !== `sha256:${id}`) throw new Error(`docker load ${archive}: ${image} is ${loaded}, not the archive's sha256:${id}`);
+  if (loaded !== `sha256:${id}`)
+    throw new Error(`docker load ${archive}: ${image} is ${loaded}, not the archive's sha256:${id}`);
   return { id, savedMs, loadedMs: Date.now() - t1 };
 }

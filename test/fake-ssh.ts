@@ -24,4 +24,5 @@ ${body}`,
 }
 
 /** The fake ssh's calls so far, "HOST COMMAND" each. */
-export const fakeSshCalls = (dir: string): string[] => (existsSync(join(dir, 'calls')) ? readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n').filter(Boolean) : []);
+export const fakeSshCalls = (dir: string): string[] =>
+  existsSync(join(dir, 'calls')) ? readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n').filter(Boolean) : [];

@@ -12,7 +12,10 @@ export interface Leftovers {
   servers: Server[];
 }
 
-/** Lists to push what the file starts into; after all its tests the processes are SIGKILLed, the servers closed, the folders removed. */
+/**
+ * Lists to push what the file starts into; after all its tests the processes are SIGKILLed, the servers closed, the
+ * folders removed.
+ */
 export function endedAfterAll(): Leftovers {
   const left: Leftovers = { dirs: [], procs: [], servers: [] };
   afterAll(() => {

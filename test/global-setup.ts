@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 const markedPids = (mark: string) => processesWithEnv('SPARKCTL_TEST_RUN', mark);
 
 export default function setup() {
-  if (!existsSync(new URL('../dist/cli.js', import.meta.url))) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
+  if (!existsSync(new URL('../dist/cli.js', import.meta.url)))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does)');
   const mark = randomUUID();
   process.env.SPARKCTL_TEST_RUN = mark;
   const signalDir = mkdtempSync(join(tmpdir(), 'sparkctl-signals-'));
@@ -20,7 +21,10 @@ export default function setup() {
   return async () => {
     const foreign = foreignSignals(signalLog, mark);
     rmSync(signalDir, { recursive: true, force: true });
-    if (foreign.length) throw new Error(`sparkctl signalled ${foreign.length} process(es) outside the test suite:\n${foreign.join('\n')}`);
+    if (foreign.length)
+      throw new Error(
+        `sparkctl signalled ${foreign.length} process(es) outside the test suite:\n${foreign.join('\n')}`,
+      );
     // Give SIGTERM'd children a moment, then assert.
     let left = markedPids(mark);
     for (let i = 0; i < 20 && left.length; i++) {
@@ -52,7 +56,11 @@ export function foreignSignals(file: string, mark: string): string[] {
   if (!existsSync(file)) return [];
   const out: string[] = [];
   for (const line of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
-    let rec: { target: number; sig: string; reached: Array<{ pid: number; testRun: string | null; environBlank?: boolean }> };
+    let rec: {
+      target: number;
+      sig: string;
+      reached: Array<{ pid: number; testRun: string | null; environBlank?: boolean }>;
+    };
     try {
       rec = JSON.parse(line);
     } catch {
@@ -64,7 +72,9 @@ export function foreignSignals(file: string, mark: string): string[] {
     const groupIsOurs = (rec.reached ?? []).some((r) => r.testRun === mark);
     for (const r of rec.reached ?? []) {
       if (r.testRun === mark || (r.environBlank && groupIsOurs)) continue;
-      out.push(`${rec.sig} to ${rec.target} reached pid ${r.pid} (SPARKCTL_TEST_RUN=${r.testRun}${r.environBlank ? ', environ blanked' : ''})`);
+      out.push(
+        `${rec.sig} to ${rec.target} reached pid ${r.pid} (SPARKCTL_TEST_RUN=${r.testRun}${r.environBlank ? ', environ blanked' : ''})`,
+      );
     }
   }
   return out;

@@ -20,9 +20,17 @@ export const BIN = join(ROOT, 'bin', 'sparkctl.js');
  * carries it is used too. `why` says how to get it when it is absent.
  */
 export function claudeCodeCli(): { bin: string; why?: string } {
-  const places = [join(ROOT, 'test', 'tools', 'node_modules', '.bin', 'claude'), join(ROOT, 'node_modules', '.bin', 'claude')];
+  const places = [
+    join(ROOT, 'test', 'tools', 'node_modules', '.bin', 'claude'),
+    join(ROOT, 'node_modules', '.bin', 'claude'),
+  ];
   const bin = places.find((p) => existsSync(p));
-  return bin ? { bin } : { bin: places[0]!, why: 'the Claude Code CLI is not installed: it is a test-only tool, `npm ci --prefix test/tools` installs it (.ci/run does)' };
+  return bin
+    ? { bin }
+    : {
+        bin: places[0]!,
+        why: 'the Claude Code CLI is not installed: it is a test-only tool, `npm ci --prefix test/tools` installs it (.ci/run does)',
+      };
 }
 export const FIXTURES = join(ROOT, 'test', 'fixtures');
 /** Every process a test starts carries this marker; global teardown asserts none is left. */
@@ -34,29 +42,44 @@ export function rmrf(dir: string) {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** A maker of fresh temp folders (PREFIX...), every one removed after the tests of the file or describe that calls it. */
+/**
+ * A maker of fresh temp folders (PREFIX...), every one removed after the tests of the file or describe that calls it.
+ */
 /**
  * A Hugging Face cache under `hub` holding only `repoId`'s config.json (from test/fixtures/models/MODEL)
  * at one snapshot, as `pull --config-only` leaves it: what plan, serve and preflight read offline.
  */
-export function cachedConfig(hub: string, repoId: string, model: string, commit = '0123456789abcdef0123456789abcdef01234567'): string {
+export function cachedConfig(
+  hub: string,
+  repoId: string,
+  model: string,
+  commit = '0123456789abcdef0123456789abcdef01234567',
+): string {
   const repo = join(hub, `models--${repoId.replace('/', '--')}`);
   mkdirSync(join(repo, 'refs'), { recursive: true });
   mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
   writeFileSync(join(repo, 'refs', 'main'), commit);
-  copyFileSync(join(ROOT, 'test', 'fixtures', 'models', model, 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
+  copyFileSync(
+    join(ROOT, 'test', 'fixtures', 'models', model, 'config.json'),
+    join(repo, 'snapshots', commit, 'config.json'),
+  );
   return repo;
 }
 
 /** setpriv's arguments that run a command as another local user: uid and gid 65534 (nobody), no groups. */
 export const AS_NOBODY = ['--reuid=65534', '--regid=65534', '--clear-groups'];
 
-/** Root with setpriv, so a test can act as another user (uid/gid 65534, no groups): what a local user without root can reach. Asked once, on first use. */
+/**
+ * Root with setpriv, so a test can act as another user (uid/gid 65534, no groups): what a local user without root can
+ * reach. Asked once, on first use.
+ */
 let nobody: boolean | undefined;
 export function canSwitchToNobody(): boolean {
   if (nobody === undefined) {
     try {
-      nobody = process.getuid?.() === 0 && execFileSync('setpriv', [...AS_NOBODY, 'id', '-u'], { encoding: 'utf8', timeout: 10_000 }).trim() === '65534';
+      nobody =
+        process.getuid?.() === 0 &&
+        execFileSync('setpriv', [...AS_NOBODY, 'id', '-u'], { encoding: 'utf8', timeout: 10_000 }).trim() === '65534';
     } catch {
       nobody = false;
     }
@@ -72,7 +95,10 @@ export function canSwitchToNobody(): boolean {
 export function connectAsNobody(to: string | { port: number; host: string }): string {
   const target = typeof to === 'string' ? JSON.stringify(to) : `${to.port}, ${JSON.stringify(to.host)}`;
   const probe = `require('net').connect(${target}).on('connect',()=>{console.log('OPEN');process.exit(0)}).on('error',(e)=>{console.log(e.code);process.exit(0)})`;
-  return execFileSync('setpriv', [...AS_NOBODY, process.execPath, '-e', probe], { encoding: 'utf8', timeout: 10_000 }).trim();
+  return execFileSync('setpriv', [...AS_NOBODY, process.execPath, '-e', probe], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  }).trim();
 }
 
 export function tempDirs(prefix: string): () => string {
@@ -103,8 +129,13 @@ let mainOf: Promise<(argv: string[]) => Promise<number>> | undefined;
  * case, so it does not slow down with the machine's load. Runs one at a time; the environment is
  * the process's with `env` over it, restored after.
  */
-export async function runMain(argv: string[], opts: { env?: Record<string, string> } = {}): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-  const main = await (mainOf ??= import(join(ROOT, 'dist', 'cli.js')).then((m) => m.main as (argv: string[]) => Promise<number>));
+export async function runMain(
+  argv: string[],
+  opts: { env?: Record<string, string> } = {},
+): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const main = await (mainOf ??= import(join(ROOT, 'dist', 'cli.js')).then(
+    (m) => m.main as (argv: string[]) => Promise<number>,
+  ));
   let stdout = '';
   let stderr = '';
   const out = process.stdout.write;
@@ -187,15 +218,34 @@ export interface SimHandle {
 }
 
 /** Starts `sparkctl sim serve` exactly as serve would launch it, on a free port of 127.0.0.1. */
-export async function startSim(args: string[], opts: { env?: Record<string, string>; waitReady?: boolean; model?: string; port?: number } = {}): Promise<SimHandle> {
+export async function startSim(
+  args: string[],
+  opts: { env?: Record<string, string>; waitReady?: boolean; model?: string; port?: number } = {},
+): Promise<SimHandle> {
   const port = opts.port ?? (await freePort());
   let buf = '';
-  const proc = execaRaw(process.execPath, [BIN, 'sim', 'serve', opts.model ?? 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0.2', ...args], {
-    reject: false,
-    env: { SPARKCTL_TEST_RUN: RUN_MARK, ...opts.env },
-    all: true,
-    detached: true,
-  });
+  const proc = execaRaw(
+    process.execPath,
+    [
+      BIN,
+      'sim',
+      'serve',
+      opts.model ?? 'Qwen/Qwen3.5-9B',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--sim-load-seconds',
+      '0.2',
+      ...args,
+    ],
+    {
+      reject: false,
+      env: { SPARKCTL_TEST_RUN: RUN_MARK, ...opts.env },
+      all: true,
+      detached: true,
+    },
+  );
   proc.all?.on('data', (d: Buffer) => (buf += d.toString()));
   const url = `http://127.0.0.1:${port}`;
   const h: SimHandle = {
@@ -285,7 +335,12 @@ export function isolated(opts: {
 }): Isolated {
   let state = '';
   let marker = '';
-  const env = (extra: Record<string, string> = {}) => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...opts.env, ...extra });
+  const env = (extra: Record<string, string> = {}) => ({
+    SPARKCTL_STATE_DIR: state,
+    SPARKCTL_TEST_CASE: marker,
+    ...opts.env,
+    ...extra,
+  });
   const [before, after] = opts.per === 'suite' ? [beforeAll, afterAll] : [beforeEach, afterEach];
   before(() => {
     state = tempDir(opts.prefix);
@@ -313,7 +368,11 @@ export function isolated(opts: {
   };
 }
 
-export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 25): Promise<boolean> {
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  stepMs = 25,
+): Promise<boolean> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     if (await cond()) return true;
@@ -368,7 +427,11 @@ export async function streamCompletion(port: number, maxTokens: number) {
       /* cut: what arrived is the evidence */
     }
     const finish = [...text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]);
-    return { finish: finish.at(-1), tokens: [...text.matchAll(/^data: \{/gm)].length, done: text.includes('data: [DONE]') };
+    return {
+      finish: finish.at(-1),
+      tokens: [...text.matchAll(/^data: \{/gm)].length,
+      done: text.includes('data: [DONE]'),
+    };
   })();
   return { ended };
 }
@@ -392,11 +455,23 @@ export const CHROMIUM = '/usr/bin/chromium';
  * Open a self-contained page offline in real headless Chromium: the page's errors, the inked
  * (non-transparent) pixel count of every canvas (a chart that drew has many), and a screenshot.
  */
-export async function renderInChromium(pagePath: string, shotPath: string): Promise<{ errors: string[]; inked: number[]; shotBytes: number }> {
+export async function renderInChromium(
+  pagePath: string,
+  shotPath: string,
+): Promise<{ errors: string[]; inked: number[]; shotBytes: number }> {
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   try {
     const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 }, offline: true });
@@ -439,7 +514,8 @@ export async function lockDir(dir: string, deadlineMs: number): Promise<() => vo
         holder = Number(readFileSync(join(dir, 'pid'), 'utf8').trim()) || 0;
       } catch {}
       if (holder > 0 && !alive(holder)) rmSync(dir, { recursive: true, force: true });
-      else if (Date.now() > until) throw new Error(`the lock ${dir} is still held by pid ${holder} after ${Math.round(deadlineMs / 1000)} s`);
+      else if (Date.now() > until)
+        throw new Error(`the lock ${dir} is still held by pid ${holder} after ${Math.round(deadlineMs / 1000)} s`);
       else await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -460,7 +536,12 @@ function alive(pid: number): boolean {
  */
 export function writeForeignEntry(
   stateDir: string,
-  e: { name: string; replica: number; port: number; container: { cli: 'docker' | 'podman'; cliArgs: string[]; name: string; image: string; id: string } },
+  e: {
+    name: string;
+    replica: number;
+    port: number;
+    container: { cli: 'docker' | 'podman'; cliArgs: string[]; name: string; image: string; id: string };
+  },
 ): void {
   mkdirSync(join(stateDir, 'instances'), { recursive: true });
   const entry = {
@@ -520,5 +601,7 @@ export function killGroupLeft(pgid: number | undefined, start?: number): void {
   }
 }
 
-/** A process's start time (/proc, clock ticks since boot), or undefined when there is none: the product's own reader. */
+/**
+ * A process's start time (/proc, clock ticks since boot), or undefined when there is none: the product's own reader.
+ */
 export const startTimeOf = processStartTime;

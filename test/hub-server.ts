@@ -20,7 +20,10 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 
 /** A file's bytes: in memory, on disk, or generated on the fly (multi-GB shards for the speed script). */
-export type Source = Buffer | { path: string } | { size: number; gen: (offset: number, len: number) => Buffer; sha256?: string };
+export type Source =
+  | Buffer
+  | { path: string }
+  | { size: number; gen: (offset: number, len: number) => Buffer; sha256?: string };
 
 interface HubFile {
   path: string;
@@ -96,7 +99,8 @@ function hashSource(s: Source, size: number): { sha256: string; gitOid: string }
 }
 
 /** The pointer file git keeps for an LFS file (its git blob is what the tree's oid names). */
-const pointer = (sha256: string, size: number) => `version https://git-lfs.github.com/spec/v1\noid sha256:${sha256}\nsize ${size}\n`;
+const pointer = (sha256: string, size: number) =>
+  `version https://git-lfs.github.com/spec/v1\noid sha256:${sha256}\nsize ${size}\n`;
 
 class Repo {
   commit: string;
@@ -159,10 +163,15 @@ export async function startHub(opts: { pageSize?: number } = {}): Promise<HubHan
 
   const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      ...headers,
+    });
     res.end(text);
   };
-  const deny = (res: ServerResponse, status: number, code: string, message: string) => json(res, status, { error: message }, { 'x-error-code': code, 'x-error-message': message });
+  const deny = (res: ServerResponse, status: number, code: string, message: string) =>
+    json(res, status, { error: message }, { 'x-error-code': code, 'x-error-message': message });
 
   /** The Hub's access rules: undefined when allowed, else the refusal already sent. */
   const refused = (req: IncomingMessage, res: ServerResponse, repo: Repo | undefined): boolean => {
@@ -175,12 +184,22 @@ export async function startHub(opts: { pageSize?: number } = {}): Promise<HubHan
     const g = repo.spec.gated;
     if (!g) return false;
     if (!token) {
-      deny(res, 401, 'GatedRepo', `Access to model ${repo.id} is restricted. You must have access to it and be authenticated to access it. Please log in.`);
+      deny(
+        res,
+        401,
+        'GatedRepo',
+        `Access to model ${repo.id} is restricted. You must have access to it and be authenticated to access it. Please log in.`,
+      );
       return true;
     }
     if (g.tokens.includes(token)) return false;
     if ((repo.spec.knownTokens ?? []).includes(token)) {
-      deny(res, 403, 'GatedRepo', `Access to model ${repo.id} is restricted and you are not in the authorized list. Visit ${base}/${repo.id} to ask for access.`);
+      deny(
+        res,
+        403,
+        'GatedRepo',
+        `Access to model ${repo.id} is restricted and you are not in the authorized list. Visit ${base}/${repo.id} to ask for access.`,
+      );
       return true;
     }
     deny(res, 401, 'InvalidCredentials', 'Invalid credentials in Authorization header');
@@ -195,7 +214,11 @@ export async function startHub(opts: { pageSize?: number } = {}): Promise<HubHan
     let start = 0;
     let end = size;
     let status = 200;
-    const h: Record<string, string> = { 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream', ...headers };
+    const h: Record<string, string> = {
+      'accept-ranges': 'bytes',
+      'content-type': 'application/octet-stream',
+      ...headers,
+    };
     const m = range && !knobs.ignoreRange ? /^bytes=(\d+)-(\d*)$/.exec(range) : null;
     if (m) {
       start = Number(m[1]);
@@ -254,7 +277,13 @@ export async function startHub(opts: { pageSize?: number } = {}): Promise<HubHan
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
     const path = decodeURIComponent(u.pathname);
-    requests.push({ method: req.method ?? '', host: req.headers.host ?? '', path, range: req.headers.range, auth: Boolean(req.headers.authorization) });
+    requests.push({
+      method: req.method ?? '',
+      host: req.headers.host ?? '',
+      path,
+      range: req.headers.range,
+      auth: Boolean(req.headers.authorization),
+    });
     let m = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/(.+)$/.exec(path);
     if (m) {
       const repo = repos.get(m[1]);
@@ -299,7 +328,9 @@ export async function startHub(opts: { pageSize?: number } = {}): Promise<HubHan
           ...(f.lfs ? { lfs: { oid: f.sha256, size: f.size, pointerSize: pointer(f.sha256, f.size).length } } : {}),
         });
       }
-      for (const d of [...dirs].sort()) if (recursive || !d.slice(prefix.length).includes('/')) entries.push({ type: 'directory', oid: createHash('sha1').update(d).digest('hex'), size: 0, path: d });
+      for (const d of [...dirs].sort())
+        if (recursive || !d.slice(prefix.length).includes('/'))
+          entries.push({ type: 'directory', oid: createHash('sha1').update(d).digest('hex'), size: 0, path: d });
       // Pagination as the Hub does it: a Link header with rel="next" and a cursor.
       const page = opts.pageSize ?? 1000;
       const from = Number(u.searchParams.get('cursor') ?? 0);

@@ -15,7 +15,9 @@ export const NODE_EXPORTER = '/usr/bin/prometheus-node-exporter';
 /** Why the Prometheus tests cannot run here (Debian's packages, installed by .ci/run), or undefined. */
 export function prometheusUnavailable(need = [PROMETHEUS, PROMTOOL, NODE_EXPORTER]): string | undefined {
   const missing = need.filter((p) => !existsSync(p));
-  return missing.length ? `${missing.join(', ')} not installed (apt-get install prometheus prometheus-node-exporter; .ci/run does it as root)` : undefined;
+  return missing.length
+    ? `${missing.join(', ')} not installed (apt-get install prometheus prometheus-node-exporter; .ci/run does it as root)`
+    : undefined;
 }
 
 type Labels = Record<string, string>;
@@ -49,10 +51,14 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
     // requests 10 a minute; a share missing the target for `minutes`, then none
     return [
       { series: sel(`${h}_count`, v), values: `0+10x${2 * minutes}` },
-      { series: sel(`${h}_bucket`, { ...v, le: le(bound) }), values: `0+${good}x${minutes} ${good * minutes + 10}+10x${minutes - 1}` },
+      {
+        series: sel(`${h}_bucket`, { ...v, le: le(bound) }),
+        values: `0+${good}x${minutes} ${good * minutes + 10}+10x${minutes - 1}`,
+      },
     ];
   };
-  // a second server of the model, asleep (vLLM's gauge: awake 0) with the same values: where the version has the gauge it raises none of its metrics' alerts
+  // a second server of the model, asleep (vLLM's gauge: awake 0) with the same values: where the version has the gauge
+  // it raises none of its metrics' alerts
   const asleep = { ...v, instance: 'gpu-host:8009' };
   const sleeping = (name: string, values: string): Case['series'] =>
     n.sleepState
@@ -73,7 +79,11 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
       fire: { at: 12, labels: [node] },
       clear: 20,
     },
-    VllmServerDown: { series: [{ series: sel('up', { instance: v.instance, job: s.job }), values: '1x5 0x10 1x10' }], fire: { at: 10, labels: [{ instance: v.instance, job: s.job }] }, clear: 20 },
+    VllmServerDown: {
+      series: [{ series: sel('up', { instance: v.instance, job: s.job }), values: '1x5 0x10 1x10' }],
+      fire: { at: 10, labels: [{ instance: v.instance, job: s.job }] },
+      clear: 20,
+    },
     VllmEngineDead: {
       series: [
         { series: sel('sparkctl_probe_step_ok', { ...t0, step: 'live' }), values: '1x5 0x10 1x10' },
@@ -88,7 +98,9 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
       clear: 20,
     },
     VllmProbeUnreachable: {
-      series: [{ series: sel('sparkctl_probe_reachable', { ...t1, url: 'http://gpu-host:8001' }), values: '1x5 0x10 1x10' }],
+      series: [
+        { series: sel('sparkctl_probe_reachable', { ...t1, url: 'http://gpu-host:8001' }), values: '1x5 0x10 1x10' },
+      ],
       fire: { at: 14, labels: [{ ...t1, url: 'http://gpu-host:8001' }] },
       clear: 20,
     },
@@ -101,30 +113,81 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
       clear: 30,
     },
     VllmKvCacheNearFull: {
-      series: [{ series: sel(n.kvCache, v), values: `0.5x5 ${Math.min(1, t.kvCacheUsageMax + 0.1)}x10 0.5x10` }, ...sleeping(n.kvCache, `0.5x5 ${Math.min(1, t.kvCacheUsageMax + 0.1)}x10 0.5x10`)],
+      series: [
+        { series: sel(n.kvCache, v), values: `0.5x5 ${Math.min(1, t.kvCacheUsageMax + 0.1)}x10 0.5x10` },
+        ...sleeping(n.kvCache, `0.5x5 ${Math.min(1, t.kvCacheUsageMax + 0.1)}x10 0.5x10`),
+      ],
       fire: { at: 13, labels: [vOut] },
       clear: 20,
     },
     VllmRequestsWaiting: {
-      series: [{ series: sel(n.waiting, v), values: `0x5 ${t.waitingMax + 10}x10 0x10` }, ...sleeping(n.waiting, `0x5 ${t.waitingMax + 10}x10 0x10`)],
+      series: [
+        { series: sel(n.waiting, v), values: `0x5 ${t.waitingMax + 10}x10 0x10` },
+        ...sleeping(n.waiting, `0x5 ${t.waitingMax + 10}x10 0x10`),
+      ],
       fire: { at: 13, labels: [vOut] },
       clear: 20,
     },
-    VllmPreemptionsRising: { series: [{ series: sel(n.preemptions, v), values: '0x5 0+3x10 30x20' }, ...sleeping(n.preemptions, '0x5 0+3x10 30x20')], fire: { at: 13, labels: [vOut] }, clear: 30 },
-    VllmTtftSloBurnFast: { series: burn(n.ttft, s.slo.ttftSeconds, 0.5, 30), fire: { at: 20, labels: [{ model_name: s.servedName }] }, clear: 45 },
-    VllmTtftSloBurnSlow: { series: burn(n.ttft, s.slo.ttftSeconds, 0.1, 60), fire: { at: 40, labels: [{ model_name: s.servedName }] }, clear: 100, silent: ['VllmTtftSloBurnFast'] },
-    VllmItlSloBurnFast: { series: burn(n.itl, s.slo.itlSeconds, 0.5, 30), fire: { at: 20, labels: [{ model_name: s.servedName }] }, clear: 45 },
-    VllmItlSloBurnSlow: { series: burn(n.itl, s.slo.itlSeconds, 0.1, 60), fire: { at: 40, labels: [{ model_name: s.servedName }] }, clear: 100, silent: ['VllmItlSloBurnFast'] },
-    GpuTemperatureHigh: { series: [{ series: sel('sparkctl_probe_gpu_temperature_celsius', gpu), values: `70x5 ${t.tempUnhealthyC + 1}x10 70x10` }], fire: { at: 13, labels: [gpu] }, clear: 20 },
+    VllmPreemptionsRising: {
+      series: [
+        { series: sel(n.preemptions, v), values: '0x5 0+3x10 30x20' },
+        ...sleeping(n.preemptions, '0x5 0+3x10 30x20'),
+      ],
+      fire: { at: 13, labels: [vOut] },
+      clear: 30,
+    },
+    VllmTtftSloBurnFast: {
+      series: burn(n.ttft, s.slo.ttftSeconds, 0.5, 30),
+      fire: { at: 20, labels: [{ model_name: s.servedName }] },
+      clear: 45,
+    },
+    VllmTtftSloBurnSlow: {
+      series: burn(n.ttft, s.slo.ttftSeconds, 0.1, 60),
+      fire: { at: 40, labels: [{ model_name: s.servedName }] },
+      clear: 100,
+      silent: ['VllmTtftSloBurnFast'],
+    },
+    VllmItlSloBurnFast: {
+      series: burn(n.itl, s.slo.itlSeconds, 0.5, 30),
+      fire: { at: 20, labels: [{ model_name: s.servedName }] },
+      clear: 45,
+    },
+    VllmItlSloBurnSlow: {
+      series: burn(n.itl, s.slo.itlSeconds, 0.1, 60),
+      fire: { at: 40, labels: [{ model_name: s.servedName }] },
+      clear: 100,
+      silent: ['VllmItlSloBurnFast'],
+    },
+    GpuTemperatureHigh: {
+      series: [
+        { series: sel('sparkctl_probe_gpu_temperature_celsius', gpu), values: `70x5 ${t.tempUnhealthyC + 1}x10 70x10` },
+      ],
+      fire: { at: 13, labels: [gpu] },
+      clear: 20,
+    },
     GpuTemperatureCritical: {
-      series: [{ series: sel('sparkctl_probe_gpu_temperature_celsius', gpu), values: `70x5 ${t.tempCriticalC + 2}x10 70x10` }],
+      series: [
+        { series: sel('sparkctl_probe_gpu_temperature_celsius', gpu), values: `70x5 ${t.tempCriticalC + 2}x10 70x10` },
+      ],
       fire: { at: 13, labels: [gpu] },
       clear: 20,
       silent: ['GpuTemperatureHigh'],
     },
-    GpuEccUncorrected: { series: [{ series: sel('sparkctl_probe_gpu_ecc_uncorrected_errors', gpu), values: '0x5 2x10 0x10' }], fire: { at: 8, labels: [gpu] }, clear: 20 },
-    GpuXid: { series: [{ series: sel('sparkctl_probe_gpu_xid_events', gpu), values: '0x5 1 0x100' }], fire: { at: 10, labels: [gpu] }, clear: 70 },
-    GpuUnhealthy: { series: [{ series: sel('sparkctl_probe_gpu_ok', gpu), values: '1x5 0x10 1x10' }], fire: { at: 13, labels: [gpu] }, clear: 20 },
+    GpuEccUncorrected: {
+      series: [{ series: sel('sparkctl_probe_gpu_ecc_uncorrected_errors', gpu), values: '0x5 2x10 0x10' }],
+      fire: { at: 8, labels: [gpu] },
+      clear: 20,
+    },
+    GpuXid: {
+      series: [{ series: sel('sparkctl_probe_gpu_xid_events', gpu), values: '0x5 1 0x100' }],
+      fire: { at: 10, labels: [gpu] },
+      clear: 70,
+    },
+    GpuUnhealthy: {
+      series: [{ series: sel('sparkctl_probe_gpu_ok', gpu), values: '1x5 0x10 1x10' }],
+      fire: { at: 13, labels: [gpu] },
+      clear: 20,
+    },
     VllmRouterDown: {
       series: [{ series: sel('up', { instance: 'gpu-host:8405', job: `${s.job}-router` }), values: '1x5 0x10 1x10' }],
       fire: { at: 10, labels: [{ instance: 'gpu-host:8405', job: `${s.job}-router` }] },
@@ -133,7 +196,11 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
     VllmReplicasOutOfRotation: {
       series: [
         {
-          series: sel('haproxy_backend_active_servers', { instance: 'gpu-host:8405', job: `${s.job}-router`, proxy: 'replicas' }),
+          series: sel('haproxy_backend_active_servers', {
+            instance: 'gpu-host:8405',
+            job: `${s.job}-router`,
+            proxy: 'replicas',
+          }),
           values: `${s.ports.length}x5 ${s.ports.length - 1}x10 ${s.ports.length}x10`,
         },
       ],
@@ -142,7 +209,12 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
     },
     SparkctlTextfileStale: {
       // rewritten every minute, then not for 31 minutes, then again
-      series: [{ series: sel('node_textfile_mtime_seconds', { ...node, file: s.textfile.name }), values: '0+60x10 600x30 2520+60x10' }],
+      series: [
+        {
+          series: sel('node_textfile_mtime_seconds', { ...node, file: s.textfile.name }),
+          values: '0+60x10 600x30 2520+60x10',
+        },
+      ],
       fire: { at: 35, labels: [{ ...node, file: s.textfile.name }] },
       clear: 45,
     },
@@ -155,7 +227,11 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
       fire: { at: 15, labels: [node] },
       clear: 33,
     },
-    SparkctlWatchCircuitOpen: { series: [{ series: sel('sparkctl_watch_circuit_open', t0), values: '0x5 1x10 0x10' }], fire: { at: 7, labels: [t0] }, clear: 20 },
+    SparkctlWatchCircuitOpen: {
+      series: [{ series: sel('sparkctl_watch_circuit_open', t0), values: '0x5 1x10 0x10' }],
+      fire: { at: 7, labels: [t0] },
+      clear: 20,
+    },
     SparkctlServerWedgedOrDead: {
       series: [
         { series: sel('sparkctl_watch_verdict', { ...t0, verdict: 'wedged' }), values: '0x5 1x10 0x10' },
@@ -165,7 +241,9 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
       clear: 20,
     },
     SparkctlProbeMissing: {
-      series: [{ series: sel('sparkctl_probe_healthy', { ...t0, url: 'http://gpu-host:8000' }), values: '1x5 _x30 1x20' }],
+      series: [
+        { series: sel('sparkctl_probe_healthy', { ...t0, url: 'http://gpu-host:8000' }), values: '1x5 _x30 1x20' },
+      ],
       fire: { at: 30, labels: [{}] },
       clear: 50,
     },
@@ -174,11 +252,14 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
 
 /** What Prometheus prints for a rule's label or annotation: {{ $labels.x }} filled, {{ "{{" }} a literal {{. */
 const literal = (text: string) => text.replace(/\{\{ "(\{\{|\}\})" \}\}/g, '$1');
-const fill = (text: string, labels: Labels) => literal(text.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => labels[k] ?? ''));
+const fill = (text: string, labels: Labels) =>
+  literal(text.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => labels[k] ?? ''));
 
 /** A promtool test file for `rulesFile`: every alert fires with exactly its labels and annotations, then clears. */
 export function promtoolTests(rules: RuleFile, s: MonitoringSpec, rulesFile: string, only?: string[]): string {
-  const alerts = rules.groups.flatMap((g) => g.rules).filter((r): r is AlertingRule => 'alert' in r && (!only || only.includes(r.alert)));
+  const alerts = rules.groups
+    .flatMap((g) => g.rules)
+    .filter((r): r is AlertingRule => 'alert' in r && (!only || only.includes(r.alert)));
   const cases = scenarios(s);
   const missing = alerts.filter((a) => !cases[a.alert]).map((a) => a.alert);
   if (missing.length) throw new Error(`no promtool scenario for ${missing.join(', ')}`);
@@ -187,7 +268,13 @@ export function promtoolTests(rules: RuleFile, s: MonitoringSpec, rulesFile: str
     const exp = c.fire.labels.map((l) => {
       const ruleLabels = Object.fromEntries(Object.entries(a.labels).map(([k, v]) => [k, literal(v)]));
       const labels = { ...l, ...ruleLabels };
-      return { exp_labels: labels, exp_annotations: { summary: fill(a.annotations.summary, labels), description: fill(a.annotations.description, labels) } };
+      return {
+        exp_labels: labels,
+        exp_annotations: {
+          summary: fill(a.annotations.summary, labels),
+          description: fill(a.annotations.description, labels),
+        },
+      };
     });
     return {
       name: a.alert,
@@ -244,7 +331,12 @@ async function spawnServer(bin: string, args: (port: number) => string[], ready:
 export function startNodeExporter(dir: string): Promise<Proc> {
   return spawnServer(
     NODE_EXPORTER,
-    (port) => [`--web.listen-address=127.0.0.1:${port}`, '--collector.disable-defaults', '--collector.textfile', `--collector.textfile.directory=${dir}`],
+    (port) => [
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--collector.disable-defaults',
+      '--collector.textfile',
+      `--collector.textfile.directory=${dir}`,
+    ],
     '/metrics',
     'node_exporter',
   );
@@ -252,11 +344,20 @@ export function startNodeExporter(dir: string): Promise<Proc> {
 
 /** Prometheus scraping and evaluating every second, from `dir` (config written there, storage under it). */
 export function startPrometheus(dir: string, scrapeConfigs: unknown[], ruleFiles: string[]): Promise<Proc> {
-  const config = { global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' }, rule_files: ruleFiles, scrape_configs: scrapeConfigs };
+  const config = {
+    global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+    rule_files: ruleFiles,
+    scrape_configs: scrapeConfigs,
+  };
   writeFileSync(join(dir, 'prometheus.yml'), yaml.dump(config));
   return spawnServer(
     PROMETHEUS,
-    (port) => [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    (port) => [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
     '/-/ready',
     'prometheus',
   );
@@ -268,7 +369,9 @@ export interface Series {
 }
 /** An instant query through Prometheus's HTTP API; the answer's shape is checked. */
 export async function query(prom: string, expr: string): Promise<Series[]> {
-  const r = await fetch(`${prom}/api/v1/query?query=${encodeURIComponent(expr)}`, { signal: AbortSignal.timeout(15_000) });
+  const r = await fetch(`${prom}/api/v1/query?query=${encodeURIComponent(expr)}`, {
+    signal: AbortSignal.timeout(15_000),
+  });
   const j = (await r.json()) as { status: string; error?: string; data?: { resultType: string; result: Series[] } };
   if (j.status !== 'success' || !j.data) throw new Error(`query ${expr}: ${j.error ?? r.status}`);
   if (j.data.resultType === 'scalar') return [{ metric: {}, value: j.data.result as unknown as [number, string] }];
@@ -282,8 +385,12 @@ export interface Alert {
   activeAt: string;
 }
 export async function alerts(prom: string): Promise<Alert[]> {
-  const j = (await (await fetch(`${prom}/api/v1/alerts`, { signal: AbortSignal.timeout(15_000) })).json()) as { status: string; data?: { alerts: Alert[] } };
-  if (j.status !== 'success' || !Array.isArray(j.data?.alerts)) throw new Error(`/api/v1/alerts: ${JSON.stringify(j).slice(0, 200)}`);
+  const j = (await (await fetch(`${prom}/api/v1/alerts`, { signal: AbortSignal.timeout(15_000) })).json()) as {
+    status: string;
+    data?: { alerts: Alert[] };
+  };
+  if (j.status !== 'success' || !Array.isArray(j.data?.alerts))
+    throw new Error(`/api/v1/alerts: ${JSON.stringify(j).slice(0, 200)}`);
   return j.data.alerts;
 }
 

@@ -25,7 +25,9 @@ export function sparkctlCommands(text: string): string[][] {
     const end = words.findIndex((w) => /^(\||>|>>|&&|\|\||\(?sparkctl)$/.test(w));
     if (end >= 0) words = words.slice(0, end);
     // "sparkctl stop X, then ..." / "(status: ...)": the command ends at the first prose word after a comma
-    const cut = words.findIndex((w) => /^(or|and|then|first|again|to|if|when|with|for|before|after|is|lists|says|shows)$/.test(w));
+    const cut = words.findIndex((w) =>
+      /^(or|and|then|first|again|to|if|when|with|for|before|after|is|lists|says|shows)$/.test(w),
+    );
     out.push(cut > 0 ? words.slice(0, cut) : words);
   }
   return out;
@@ -76,7 +78,8 @@ export function setProblems(kv: string): string[] {
   // biome-ignore lint/suspicious/noExplicitAny: walking zod's own definitions
   let t: any = Profile;
   for (const part of key.split('.')) {
-    while (t && !t.shape && (t._def?.innerType || t._def?.schema || t.unwrap)) t = t._def?.innerType ?? t._def?.schema ?? t.unwrap();
+    while (t && !t.shape && (t._def?.innerType || t._def?.schema || t.unwrap))
+      t = t._def?.innerType ?? t._def?.schema ?? t.unwrap();
     const shape = t?.shape as Record<string, z.ZodTypeAny> | undefined;
     if (!shape || !(part in shape)) return [`--set ${key}: the profile has no field ${key}`];
     t = shape[part];
@@ -95,6 +98,7 @@ export function badNumbers(text: string): string[] {
 /** Every problem of every command and number in a printed text, each with the command. */
 export async function printedProblems(text: string): Promise<string[]> {
   const out = badNumbers(text).map((s) => `bad number: ...${s}...`);
-  for (const words of sparkctlCommands(text)) for (const p of await commandProblems(words)) out.push(`"sparkctl ${words.join(' ')}": ${p}`);
+  for (const words of sparkctlCommands(text))
+    for (const p of await commandProblems(words)) out.push(`"sparkctl ${words.join(' ')}": ${p}`);
   return out;
 }

@@ -11,7 +11,12 @@ import { PODMAN } from './podman.js';
  * HF cache folders under work that it names. `more` adds keys to the parallel, server and
  * container maps (as YAML flow text: `executor: ray`).
  */
-export function writeNodesProfile(work: string, name: string, image: string, more: { parallel?: string; server?: string; container?: string } = {}): void {
+export function writeNodesProfile(
+  work: string,
+  name: string,
+  image: string,
+  more: { parallel?: string; server?: string; container?: string } = {},
+): void {
   const profiles = join(work, 'profiles');
   for (const d of [join(work, 'model'), join(work, 'hf'), profiles]) mkdirSync(d, { recursive: true });
   const and = (s: string | undefined) => (s ? `, ${s}` : '');
@@ -31,9 +36,16 @@ export function writeNodesProfile(work: string, name: string, image: string, mor
   );
 }
 
-/** The four netns nodes, podman's settings (CONTAINERS_CONF) in their environment and cgroups of their own, the nodes file declaring one GPU a node. */
+/**
+ * The four netns nodes, podman's settings (CONTAINERS_CONF) in their environment and cgroups of their own, the nodes
+ * file declaring one GPU a node.
+ */
 export async function podmanNodes(marker: string, containersConf: string, masterPort?: number): Promise<Cluster> {
-  const cl = await makeCluster('netns', marker, { ...(masterPort ? { masterPort } : {}), env: { CONTAINERS_CONF: containersConf }, cgroups: true });
+  const cl = await makeCluster('netns', marker, {
+    ...(masterPort ? { masterPort } : {}),
+    env: { CONTAINERS_CONF: containersConf },
+    cgroups: true,
+  });
   const nf = join(cl.dir, 'nodes.yaml');
   writeFileSync(nf, readFileSync(nf, 'utf8').replaceAll('gpus: 8', 'gpus: 1'));
   return cl;

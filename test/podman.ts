@@ -3,7 +3,20 @@
 // a `vllm` that is the simulator given vLLM's argv as it is.
 import { execa } from 'execa';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
@@ -15,8 +28,10 @@ export const PODMAN = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
 /** Why the podman suites cannot run here, or undefined. */
 export function podmanUnavailable(): string | undefined {
   if (process.env.SPARKCTL_SKIP_PODMAN) return 'SPARKCTL_SKIP_PODMAN is set';
-  for (const b of ['/usr/bin/podman', '/usr/sbin/runc']) if (!existsSync(b)) return `${b} is not installed (.ci/run installs podman and runc)`;
-  if (process.getuid?.() !== 0) return 'the podman suite runs as root (rootless podman needs subuids this CI image lacks)';
+  for (const b of ['/usr/bin/podman', '/usr/sbin/runc'])
+    if (!existsSync(b)) return `${b} is not installed (.ci/run installs podman and runc)`;
+  if (process.getuid?.() !== 0)
+    return 'the podman suite runs as root (rootless podman needs subuids this CI image lacks)';
   if (!existsSync(join(ROOT, 'dist', 'cli.js'))) return 'the bundle is not built (npm run build)';
   return undefined;
 }
@@ -25,7 +40,8 @@ export function podmanUnavailable(): string | undefined {
 export function podmanIn(work: string) {
   const conf = join(work, 'containers.conf');
   const env = { CONTAINERS_CONF: conf };
-  const podman = (args: string[], extra: Record<string, string> = {}, timeout = 60_000) => execa('podman', [...PODMAN, ...args], { reject: false, timeout, env: { ...env, ...extra } });
+  const podman = (args: string[], extra: Record<string, string> = {}, timeout = 60_000) =>
+    execa('podman', [...PODMAN, ...args], { reject: false, timeout, env: { ...env, ...extra } });
   const prepare = () => {
     mkdirSync(work, { recursive: true });
     writeFileSync(conf, '[containers]\ndefault_ulimits = []\n');
@@ -61,14 +77,21 @@ export function podmanSuite(prefix: string) {
   const stateDir = join(work, 'state');
   const tracked: string[] = [];
   let image = '';
-  const ours = async () => (await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean);
+  const ours = async () =>
+    (await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout
+      .split('\n')
+      .filter(Boolean);
   /**
    * remove every container of the suite: its state folder's and the tracked ones (by id or name); then
    * end sparkctl's log followers of those containers still running (`podman logs -f` can miss an end
    * under load: a stop ends its own, a container removed here has nobody else to)
    */
   const removeAll = async () => {
-    const ids = (await podman(['ps', '-a', '--no-trunc', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.ID}}'])).stdout.split('\n').filter(Boolean);
+    const ids = (
+      await podman(['ps', '-a', '--no-trunc', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.ID}}'])
+    ).stdout
+      .split('\n')
+      .filter(Boolean);
     for (const n of [...(await ours()), ...tracked]) await podman(['rm', '-f', '-t', '0', n]);
     if (ids.length) await endFollowersOf(ids);
   };
@@ -86,7 +109,17 @@ export function podmanSuite(prefix: string) {
       expect(left, 'containers left by the suite').toEqual([]);
     }, 60_000);
   };
-  return { work, stateDir, env, podman, ours, removeAll, hooks, image: () => image, track: (idOrName: string) => tracked.push(idOrName) };
+  return {
+    work,
+    stateDir,
+    env,
+    podman,
+    ours,
+    removeAll,
+    hooks,
+    image: () => image,
+    track: (idOrName: string) => tracked.push(idOrName),
+  };
 }
 
 // The image's `vllm`: the simulator given vLLM's argv as it is; `vllm --version` prints the version
@@ -103,8 +136,16 @@ const VLLM_WRAPPER = [
 // the bundle's entry alone would not do, since its chunks change while it stays the same.
 function imageKey(): string {
   const h = createHash('sha256').update(readFileSync(process.execPath)).update(VLLM_WRAPPER);
-  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
-  for (const f of [...walk(join(ROOT, 'dist', 'bundle')), ...walk(join(ROOT, 'bin')), ...walk(join(ROOT, 'profiles'))].sort()) h.update(f.slice(ROOT.length)).update(readFileSync(f));
+  const walk = (d: string): string[] =>
+    readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)],
+    );
+  for (const f of [
+    ...walk(join(ROOT, 'dist', 'bundle')),
+    ...walk(join(ROOT, 'bin')),
+    ...walk(join(ROOT, 'profiles')),
+  ].sort())
+    h.update(f.slice(ROOT.length)).update(readFileSync(f));
   return h.digest('hex').slice(0, 16);
 }
 
@@ -134,7 +175,8 @@ export async function simRootfsTar(work: string): Promise<string> {
   }
   mkdirSync(join(root, 'usr/local/bin'), { recursive: true });
   cpSync(node, join(root, 'usr/local/bin/node'));
-  for (const d of ['bin', 'dist', 'profiles', 'package.json']) cpSync(join(ROOT, d), join(root, 'opt/sparkctl', d), { recursive: true });
+  for (const d of ['bin', 'dist', 'profiles', 'package.json'])
+    cpSync(join(ROOT, d), join(root, 'opt/sparkctl', d), { recursive: true });
   writeFileSync(join(root, 'usr/local/bin/vllm'), VLLM_WRAPPER);
   chmodSync(join(root, 'usr/local/bin/vllm'), 0o755);
   mkdirSync(join(root, 'tmp'), { recursive: true });
@@ -150,13 +192,21 @@ async function buildLocked(podman: ReturnType<typeof podmanIn>['podman'], work: 
   const r = await podman(['import', tarFile, image]);
   if (r.exitCode !== 0) throw new Error(`podman import: ${r.stderr}`);
   // Another suite may be using this build's image at the same time: only other tags go.
-  const old = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', SIM_IMAGE_REPO])).stdout.split('\n').filter((x) => x.startsWith(`${SIM_IMAGE_REPO}:`) && x !== image);
+  const old = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', SIM_IMAGE_REPO])).stdout
+    .split('\n')
+    .filter((x) => x.startsWith(`${SIM_IMAGE_REPO}:`) && x !== image);
   for (const o of old) await podman(['rmi', o]);
   return image;
 }
 
 /** An image made from another by Containerfile lines that run nothing (LABEL, ENV): a commit, no RUN, no network. */
-export async function derivedImage(podman: ReturnType<typeof podmanIn>['podman'], work: string, from: string, lines: string[], tag: string): Promise<string> {
+export async function derivedImage(
+  podman: ReturnType<typeof podmanIn>['podman'],
+  work: string,
+  from: string,
+  lines: string[],
+  tag: string,
+): Promise<string> {
   const dir = join(work, `build-${tag.replace(/[^a-z0-9]/gi, '-')}`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'Containerfile'), [`FROM ${from}`, ...lines, ''].join('\n'));
@@ -172,18 +222,23 @@ export const VLLM_IMAGE_REPO = 'localhost/sparkctl-vllm';
 const VENV_LABEL = 'io.sparkctl.test.venv';
 
 /** Where the real vLLM lives: the venv (resolved: CI links it from a cache) and the Python it was made over. */
-export function vllmSources(venvLink = join(ROOT, '.venv-vllm')): { venv: string; prefix: string; cfg: string } | { why: string } {
-  if (!existsSync(join(venvLink, 'pyvenv.cfg'))) return { why: `no ${venvLink}/pyvenv.cfg (the real vLLM is not installed)` };
+export function vllmSources(
+  venvLink = join(ROOT, '.venv-vllm'),
+): { venv: string; prefix: string; cfg: string } | { why: string } {
+  if (!existsSync(join(venvLink, 'pyvenv.cfg')))
+    return { why: `no ${venvLink}/pyvenv.cfg (the real vLLM is not installed)` };
   const venv = realpathSync(venvLink);
   const cfg = readFileSync(join(venv, 'pyvenv.cfg'), 'utf8');
   const home = /^home\s*=\s*(.+)$/m.exec(cfg)?.[1]?.trim();
-  if (!home || !existsSync(home)) return { why: `pyvenv.cfg names no Python home that exists (${JSON.stringify(home)})` };
+  if (!home || !existsSync(home))
+    return { why: `pyvenv.cfg names no Python home that exists (${JSON.stringify(home)})` };
   return { venv, prefix: dirname(realpathSync(home)), cfg };
 }
 
 // The Python install's own site-packages is not the venv's (include-system-site-packages = false),
 // and its test suite is dead weight: 808 of its 964 MB here.
-const prefixExcludes = (prefix: string) => ['lib/python3.11/site-packages', 'lib/python3.11/test'].map((d) => `--exclude=${join(prefix, d).slice(1)}`);
+const prefixExcludes = (prefix: string) =>
+  ['lib/python3.11/site-packages', 'lib/python3.11/test'].map((d) => `--exclude=${join(prefix, d).slice(1)}`);
 
 /**
  * The image's tag, from what it is built from: the venv's pyvenv.cfg and path, each installed
@@ -204,7 +259,10 @@ export function vllmImageKey(src: { venv: string; prefix: string; cfg: string })
     .sort())
     h.update(`${n} ${readFileSync(join(site, n), 'utf8')}\n`);
   const py = statSync(join(src.prefix, 'bin', 'python3.11'));
-  h.update(`${py.size} ${py.mtimeMs}`).update(buildVllmLocked.toString()).update(libClosure.toString()).update(prefixExcludes.toString());
+  h.update(`${py.size} ${py.mtimeMs}`)
+    .update(buildVllmLocked.toString())
+    .update(libClosure.toString())
+    .update(prefixExcludes.toString());
   return h.digest('hex').slice(0, 16);
 }
 
@@ -217,7 +275,10 @@ export function vllmImageKey(src: { venv: string; prefix: string; cfg: string })
  * image (only the venv it came from, so that a rebuild removes only its own earlier images).
  * The model is not in it: the profile's model.path is mounted read-only.
  */
-export async function buildVllmImage(podman: ReturnType<typeof podmanIn>['podman'], work: string): Promise<{ image: string; builtMs?: number; bytes?: number }> {
+export async function buildVllmImage(
+  podman: ReturnType<typeof podmanIn>['podman'],
+  work: string,
+): Promise<{ image: string; builtMs?: number; bytes?: number }> {
   const src = vllmSources();
   if ('why' in src) throw new Error(src.why);
   const release = await lockDir(join(tmpdir(), 'sparkctl-test-vllm-image.lock'), 10 * 60_000);
@@ -242,7 +303,9 @@ async function libClosure(files: string[], inside: string[]): Promise<{ libs: st
     }
   }
   // the soname's own name in the real folder (/lib is usr/lib here): tar -h copies the file under it
-  const out = [...libs].map((l) => join(realpathSync(dirname(l)), basename(l))).filter((l) => !inside.some((d) => l.startsWith(`${d}/`)));
+  const out = [...libs]
+    .map((l) => join(realpathSync(dirname(l)), basename(l)))
+    .filter((l) => !inside.some((d) => l.startsWith(`${d}/`)));
   return { libs: [...new Set(out)].sort(), missing: [...missing].sort() };
 }
 
@@ -256,11 +319,17 @@ async function buildVllmLocked(
   const t0 = Date.now();
   const sos = (await execa('find', [src.venv, src.prefix, '-name', '*.so*', '-type', 'f'], { timeout: 60_000 })).stdout
     .split('\n')
-    .filter((f) => f && !f.startsWith(join(src.prefix, 'lib/python3.11/site-packages/')) && !f.startsWith(join(src.prefix, 'lib/python3.11/test/')));
+    .filter(
+      (f) =>
+        f &&
+        !f.startsWith(join(src.prefix, 'lib/python3.11/site-packages/')) &&
+        !f.startsWith(join(src.prefix, 'lib/python3.11/test/')),
+    );
   // vLLM's CPU platform runs `lscpu --json` to place its threads (exit 127 without it: the engine dies)
   const tools = ['/bin/dash', '/usr/bin/lscpu'].map((t) => realpathSync(t));
   const { libs } = await libClosure([join(src.prefix, 'bin', 'python3.11'), ...tools, ...sos], [src.venv, src.prefix]);
-  // what the tools in the image expect of a root file system: a root user (getpass, torch's caches), /tmp, the usual links
+  // what the tools in the image expect of a root file system: a root user (getpass, torch's caches), /tmp, the usual
+  // links
   const stage = join(work, `vllm-stage-${process.pid}`);
   mkdirSync(join(stage, 'etc'), { recursive: true });
   for (const d of ['tmp', 'root', 'usr/local/bin', 'usr/bin']) mkdirSync(join(stage, d), { recursive: true });
@@ -277,10 +346,22 @@ async function buildVllmLocked(
   const rel = (p: string) => p.slice(1);
   try {
     await execa('tar', ['-C', stage, '-cf', tarFile, '.'], { timeout: 60_000 });
-    await execa('tar', ['-C', '/', '-rf', tarFile, ...prefixExcludes(src.prefix), rel(src.venv), rel(src.prefix)], { timeout: 10 * 60_000 });
+    await execa('tar', ['-C', '/', '-rf', tarFile, ...prefixExcludes(src.prefix), rel(src.venv), rel(src.prefix)], {
+      timeout: 10 * 60_000,
+    });
     await execa('tar', ['-C', '/', '-rhf', tarFile, ...tools.map(rel), ...libs.map(rel)], { timeout: 120_000 });
     const r = await podman(
-      ['import', '--change', 'ENV=HOME=/root', '--change', 'ENV=PATH=/usr/local/bin:/usr/bin:/bin', '--change', `LABEL=${VENV_LABEL}=${src.venv}`, tarFile, image],
+      [
+        'import',
+        '--change',
+        'ENV=HOME=/root',
+        '--change',
+        'ENV=PATH=/usr/local/bin:/usr/bin:/bin',
+        '--change',
+        `LABEL=${VENV_LABEL}=${src.venv}`,
+        tarFile,
+        image,
+      ],
       {},
       10 * 60_000,
     );
@@ -290,7 +371,16 @@ async function buildVllmLocked(
     rmSync(stage, { recursive: true, force: true });
   }
   // earlier builds from this venv go (2 GB each); another checkout's venv has its own, maybe in use right now
-  const old = (await podman(['images', '--filter', `label=${VENV_LABEL}=${src.venv}`, '--format', '{{.Repository}}:{{.Tag}}', VLLM_IMAGE_REPO])).stdout
+  const old = (
+    await podman([
+      'images',
+      '--filter',
+      `label=${VENV_LABEL}=${src.venv}`,
+      '--format',
+      '{{.Repository}}:{{.Tag}}',
+      VLLM_IMAGE_REPO,
+    ])
+  ).stdout
     .split('\n')
     .filter((x) => x.startsWith(`${VLLM_IMAGE_REPO}:`) && x !== image);
   for (const o of old) await podman(['rmi', o]);
@@ -355,7 +445,11 @@ console.log(JSON.stringify({ nodes: nodes.map((n) => ({ id: 'node_' + n.ip, ip: 
  * entrypoint), /bin/sh and the few tools sparkctl's lines in the container use (cat, sleep, dirname),
  * and the Ray stand-in above. COPY only: no RUN, no network.
  */
-export async function rayStandInImage(podman: ReturnType<typeof podmanIn>['podman'], work: string, from: string): Promise<string> {
+export async function rayStandInImage(
+  podman: ReturnType<typeof podmanIn>['podman'],
+  work: string,
+  from: string,
+): Promise<string> {
   const dir = join(work, `build-ray-${process.pid}`);
   mkdirSync(join(dir, 'files'), { recursive: true });
   const files: Array<[string, string]> = [
@@ -391,11 +485,21 @@ const TOOLCHAIN_ROOTS = ['g++', 'gcc', 'cpp', 'openssl'];
 const TOOLCHAIN_DROP = /^\/usr\/share\/(?:doc|man|info|locale|lintian|bug)\//;
 export const VLLM_CC_IMAGE_REPO = 'localhost/sparkctl-vllm-cc';
 
-/** The installed Debian packages a working g++ needs: the Depends/Pre-Depends closure of TOOLCHAIN_ROOTS, with their versions; or why not. */
-export async function toolchainPackages(): Promise<{ packages: Array<{ name: string; version: string }> } | { why: string }> {
-  const q = async (fmt: string, names: string[]) => (await execa('dpkg-query', ['-W', `-f=${fmt}`, ...names], { reject: false, timeout: 30_000 })).stdout;
+/**
+ * The installed Debian packages a working g++ needs: the Depends/Pre-Depends closure of TOOLCHAIN_ROOTS, with their
+ * versions; or why not.
+ */
+export async function toolchainPackages(): Promise<
+  { packages: Array<{ name: string; version: string }> } | { why: string }
+> {
+  const q = async (fmt: string, names: string[]) =>
+    (await execa('dpkg-query', ['-W', `-f=${fmt}`, ...names], { reject: false, timeout: 30_000 })).stdout;
   const installed = async (n: string) => (await q('${Status}', [n])).includes('ok installed');
-  for (const r of TOOLCHAIN_ROOTS) if (!(await installed(r))) return { why: `Debian's ${r} is not installed here (apt-get install ${r}): the image's toolchain is copied from it` };
+  for (const r of TOOLCHAIN_ROOTS)
+    if (!(await installed(r)))
+      return {
+        why: `Debian's ${r} is not installed here (apt-get install ${r}): the image's toolchain is copied from it`,
+      };
   const seen = new Map<string, string>();
   const todo = [...TOOLCHAIN_ROOTS];
   while (todo.length) {
@@ -437,7 +541,11 @@ export async function toolchainPackages(): Promise<{ packages: Array<{ name: str
  * Paths are written by their real folder (/lib is usr/lib in the image). Earlier builds from the
  * same venv go, and their bases with them where nothing else uses them.
  */
-export async function buildToolchainImage(podman: ReturnType<typeof podmanIn>['podman'], work: string, base: string): Promise<{ image: string; builtMs?: number; bytes?: number }> {
+export async function buildToolchainImage(
+  podman: ReturnType<typeof podmanIn>['podman'],
+  work: string,
+  base: string,
+): Promise<{ image: string; builtMs?: number; bytes?: number }> {
   const pk = await toolchainPackages();
   if ('why' in pk) throw new Error(pk.why);
   const key = createHash('sha256')
@@ -473,10 +581,17 @@ export async function buildToolchainImage(podman: ReturnType<typeof podmanIn>['p
     const list = join(dir, 'files.txt');
     writeFileSync(list, `${[...files].sort().join('\n')}\n`);
     try {
-      await execa('tar', ['-C', '/', '--no-recursion', '-cf', join(dir, 'toolchain.tar'), '-T', list], { timeout: 5 * 60_000 });
+      await execa('tar', ['-C', '/', '--no-recursion', '-cf', join(dir, 'toolchain.tar'), '-T', list], {
+        timeout: 5 * 60_000,
+      });
       writeFileSync(
         join(dir, 'Containerfile'),
-        [`FROM ${base}`, 'ADD toolchain.tar /', `LABEL io.sparkctl.test.toolchain=${pk.packages.find((p) => p.name === 'g++')?.version ?? '?'}`, ''].join('\n'),
+        [
+          `FROM ${base}`,
+          'ADD toolchain.tar /',
+          `LABEL io.sparkctl.test.toolchain=${pk.packages.find((p) => p.name === 'g++')?.version ?? '?'}`,
+          '',
+        ].join('\n'),
       );
       const r = await podman(['build', '-q', '--pull=never', '-t', image, dir], {}, 10 * 60_000);
       if (r.exitCode !== 0) throw new Error(`podman build ${image}: ${r.stderr}`);
@@ -484,18 +599,39 @@ export async function buildToolchainImage(podman: ReturnType<typeof podmanIn>['p
       rmSync(dir, { recursive: true, force: true });
     }
     // earlier toolchain images of this venv (the label is the base's), then the bases only they kept
-    const venv = (await podman(['image', 'inspect', '--format', `{{index .Config.Labels "${VENV_LABEL}"}}`, base])).stdout.trim();
+    const venv = (
+      await podman(['image', 'inspect', '--format', `{{index .Config.Labels "${VENV_LABEL}"}}`, base])
+    ).stdout.trim();
     if (venv) {
-      const old = (await podman(['images', '--filter', `label=${VENV_LABEL}=${venv}`, '--format', '{{.Repository}}:{{.Tag}}', VLLM_CC_IMAGE_REPO])).stdout
+      const old = (
+        await podman([
+          'images',
+          '--filter',
+          `label=${VENV_LABEL}=${venv}`,
+          '--format',
+          '{{.Repository}}:{{.Tag}}',
+          VLLM_CC_IMAGE_REPO,
+        ])
+      ).stdout
         .split('\n')
         .filter((x) => x.startsWith(`${VLLM_CC_IMAGE_REPO}:`) && x !== image);
       for (const o of old) await podman(['rmi', o]);
-      const bases = (await podman(['images', '--filter', `label=${VENV_LABEL}=${venv}`, '--format', '{{.Repository}}:{{.Tag}}', VLLM_IMAGE_REPO])).stdout
+      const bases = (
+        await podman([
+          'images',
+          '--filter',
+          `label=${VENV_LABEL}=${venv}`,
+          '--format',
+          '{{.Repository}}:{{.Tag}}',
+          VLLM_IMAGE_REPO,
+        ])
+      ).stdout
         .split('\n')
         .filter((x) => x.startsWith(`${VLLM_IMAGE_REPO}:`) && x !== base);
       for (const b of bases) await podman(['rmi', b]);
     }
-    const bytes = Number((await podman(['image', 'inspect', '--format', '{{.Size}}', image])).stdout.trim()) || undefined;
+    const bytes =
+      Number((await podman(['image', 'inspect', '--format', '{{.Size}}', image])).stdout.trim()) || undefined;
     return { image, builtMs: Date.now() - t0, bytes };
   } finally {
     release();

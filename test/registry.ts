@@ -11,7 +11,9 @@ import { freePort } from './helpers.js';
 export const REGISTRY_BIN = '/usr/bin/docker-registry';
 
 export function registryUnavailable(): string | undefined {
-  return existsSync(REGISTRY_BIN) ? undefined : `${REGISTRY_BIN} is not installed (.ci/run installs Debian's docker-registry)`;
+  return existsSync(REGISTRY_BIN)
+    ? undefined
+    : `${REGISTRY_BIN} is not installed (.ci/run installs Debian's docker-registry)`;
 }
 
 export interface Registry {
@@ -28,9 +30,14 @@ export async function startRegistry(work: string): Promise<Registry> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const addr = `127.0.0.1:${port}`;
-  writeFileSync(join(dir, 'config.yml'), `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: ${addr}\n`);
+  writeFileSync(
+    join(dir, 'config.yml'),
+    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: ${addr}\n`,
+  );
   writeFileSync(join(dir, 'registries.conf'), `[[registry]]\nlocation = "${addr}"\ninsecure = true\n`);
-  const child: ChildProcess = spawn(REGISTRY_BIN, ['serve', join(dir, 'config.yml')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(REGISTRY_BIN, ['serve', join(dir, 'config.yml')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   child.stderr!.on('data', (b: Buffer) => (err = (err + b.toString()).slice(-2000)));
   const stop = async () => {

@@ -5,7 +5,12 @@
 // the real-vLLM chain before all, then vitest's own order.
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-export const LONG_FIRST = ['test/real-vllm/all.test.ts', 'test/e2e/multinode.test.ts', 'test/real-ray/cluster.test.ts', 'test/e2e/router.test.ts'];
+export const LONG_FIRST = [
+  'test/real-vllm/all.test.ts',
+  'test/e2e/multinode.test.ts',
+  'test/real-ray/cluster.test.ts',
+  'test/e2e/router.test.ts',
+];
 
 export default class LongFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

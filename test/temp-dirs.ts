@@ -6,7 +6,10 @@ import { join } from 'node:path';
 
 const made: string[] = [];
 
-/** A fresh folder $TMPDIR/PREFIXxxxxxx, gone when its test file ends at the latest (tempDirs: after its file or describe). */
+/**
+ * A fresh folder $TMPDIR/PREFIXxxxxxx, gone when its test file ends at the latest (tempDirs: after its file or
+ * describe).
+ */
 export function tempDir(prefix = 'sparkctl-test-'): string {
   const d = mkdtempSync(join(tmpdir(), prefix));
   made.push(d);

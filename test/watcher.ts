@@ -22,8 +22,15 @@ export interface Watcher<E extends WatchEvent = WatchEvent> {
   stop: () => Promise<number | null>;
 }
 
-export function watcher<E extends WatchEvent = WatchEvent>(args: string[], o: { env: Record<string, string | undefined>; cwd?: string }): Watcher<E> {
-  const proc = spawn(process.execPath, [BIN, 'watch', '--json', ...args], { env: { ...process.env, ...o.env }, cwd: o.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+export function watcher<E extends WatchEvent = WatchEvent>(
+  args: string[],
+  o: { env: Record<string, string | undefined>; cwd?: string },
+): Watcher<E> {
+  const proc = spawn(process.execPath, [BIN, 'watch', '--json', ...args], {
+    env: { ...process.env, ...o.env },
+    cwd: o.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const events: E[] = [];
   let buf = '';
   let err = '';

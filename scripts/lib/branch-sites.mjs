@@ -33,7 +33,10 @@ function tsFiles(dir) {
 }
 
 const isEquality = (k) =>
-  k === ts.SyntaxKind.EqualsEqualsEqualsToken || k === ts.SyntaxKind.ExclamationEqualsEqualsToken || k === ts.SyntaxKind.EqualsEqualsToken || k === ts.SyntaxKind.ExclamationEqualsToken;
+  k === ts.SyntaxKind.EqualsEqualsEqualsToken ||
+  k === ts.SyntaxKind.ExclamationEqualsEqualsToken ||
+  k === ts.SyntaxKind.EqualsEqualsToken ||
+  k === ts.SyntaxKind.ExclamationEqualsToken;
 
 /** The name an expression ends in (a.b.runtime -> runtime), for "compared with something named runtime". */
 function lastName(e) {
@@ -49,11 +52,17 @@ export function readsRuntimeKind(cond) {
   const visit = (x) => {
     if (hit) return;
     if (ts.isPropertyAccessExpression(x) && KIND_NAME.test(x.name.text)) hit = true;
-    else if (ts.isIdentifier(x) && KIND_NAME.test(x.text) && !(ts.isPropertyAccessExpression(x.parent) && x.parent.name === x)) hit = true;
+    else if (
+      ts.isIdentifier(x) &&
+      KIND_NAME.test(x.text) &&
+      !(ts.isPropertyAccessExpression(x.parent) && x.parent.name === x)
+    )
+      hit = true;
     else if (ts.isStringLiteralLike(x) && (x.text === 'container' || CLI_KINDS.has(x.text))) hit = true;
     else if (ts.isBinaryExpression(x) && isEquality(x.operatorToken.kind)) {
       const [a, b] = [x.left, x.right];
-      const hostVs = (lit, other) => ts.isStringLiteralLike(lit) && lit.text === 'host' && lastName(other) === 'runtime';
+      const hostVs = (lit, other) =>
+        ts.isStringLiteralLike(lit) && lit.text === 'host' && lastName(other) === 'runtime';
       if (hostVs(a, b) || hostVs(b, a)) hit = true;
     }
     if (!hit) ts.forEachChild(x, visit);
@@ -62,7 +71,10 @@ export function readsRuntimeKind(cond) {
   return hit;
 }
 
-const isLogical = (n) => ts.isBinaryExpression(n) && (n.operatorToken.kind === ts.SyntaxKind.AmpersandAmpersandToken || n.operatorToken.kind === ts.SyntaxKind.BarBarToken);
+const isLogical = (n) =>
+  ts.isBinaryExpression(n) &&
+  (n.operatorToken.kind === ts.SyntaxKind.AmpersandAmpersandToken ||
+    n.operatorToken.kind === ts.SyntaxKind.BarBarToken);
 
 /** The condition a node branches on, if it is a branch. */
 function conditionOf(n) {
@@ -74,7 +86,12 @@ function conditionOf(n) {
     let p = n.parent;
     while (ts.isParenthesizedExpression(p)) p = p.parent;
     if (isLogical(p) || ts.isPrefixUnaryExpression(p)) return undefined;
-    if ((ts.isIfStatement(p) && p.expression === n) || (ts.isConditionalExpression(p) && p.condition === n) || (ts.isSwitchStatement(p) && p.expression === n)) return undefined;
+    if (
+      (ts.isIfStatement(p) && p.expression === n) ||
+      (ts.isConditionalExpression(p) && p.condition === n) ||
+      (ts.isSwitchStatement(p) && p.expression === n)
+    )
+      return undefined;
     if ((ts.isWhileStatement(p) || ts.isDoStatement(p)) && p.expression === n) return undefined;
     return n.left;
   }
@@ -87,7 +104,11 @@ export function sitesOf(sf) {
   const out = [];
   const visit = (n) => {
     const c = conditionOf(n);
-    if (c && readsRuntimeKind(c)) out.push({ line: sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1, text: c.getText(sf).replace(/\s+/g, ' ').slice(0, 100) });
+    if (c && readsRuntimeKind(c))
+      out.push({
+        line: sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1,
+        text: c.getText(sf).replace(/\s+/g, ' ').slice(0, 100),
+      });
     ts.forEachChild(n, visit);
   };
   visit(sf);
@@ -123,6 +144,8 @@ export function branchSites(sources) {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const f = branchSites();
   if (process.argv.includes('--list')) for (const s of f.sites) console.log(`${s.file}:${s.line}  ${s.text}`);
-  else for (const [file, n] of Object.entries(f.perFile).sort((a, b) => b[1] - a[1])) console.log(`${String(n).padStart(4)}  ${file}`);
+  else
+    for (const [file, n] of Object.entries(f.perFile).sort((a, b) => b[1] - a[1]))
+      console.log(`${String(n).padStart(4)}  ${file}`);
   console.log(`branch sites on the runtime kind outside src/engine/runtime/: ${f.count} in ${f.files} files`);
 }

@@ -15,12 +15,36 @@
 /** @type {{ storey: number, rooms: string[], why: string }[]} */
 export const STOREYS = [
   { storey: 0, rooms: ['errors'], why: 'the error taxonomy and exit-code table: imports nothing' },
-  { storey: 1, rooms: ['util'], why: 'durations, the atomic writer, paths, redaction, the file lock: generic, no domain' },
-  { storey: 2, rooms: ['output', 'history', 'nvidia'], why: 'pure text and data: formatting and the logger, probe-history records, nvidia-smi/Xid/Ray parsers and units' },
-  { storey: 3, rooms: ['host', 'client', 'model'], why: 'the outside world behind an interface: the Host, the HTTP client, model facts' },
-  { storey: 4, rooms: ['profiles'], why: 'pure: schema, validation, rendering a profile into a launch plan, the planner' },
-  { storey: 5, rooms: ['engine/runtime'], why: 'how vLLM runs (host process, docker, podman): render, launch, prove, stop, the unit' },
-  { storey: 6, rooms: ['health', 'bench', 'sim'], why: 'prewarm and the deep probe; the load generator; the simulator (program and host)' },
+  {
+    storey: 1,
+    rooms: ['util'],
+    why: 'durations, the atomic writer, paths, redaction, the file lock: generic, no domain',
+  },
+  {
+    storey: 2,
+    rooms: ['output', 'history', 'nvidia'],
+    why: 'pure text and data: formatting and the logger, probe-history records, nvidia-smi/Xid/Ray parsers and units',
+  },
+  {
+    storey: 3,
+    rooms: ['host', 'client', 'model'],
+    why: 'the outside world behind an interface: the Host, the HTTP client, model facts',
+  },
+  {
+    storey: 4,
+    rooms: ['profiles'],
+    why: 'pure: schema, validation, rendering a profile into a launch plan, the planner',
+  },
+  {
+    storey: 5,
+    rooms: ['engine/runtime'],
+    why: 'how vLLM runs (host process, docker, podman): render, launch, prove, stop, the unit',
+  },
+  {
+    storey: 6,
+    rooms: ['health', 'bench', 'sim'],
+    why: 'prewarm and the deep probe; the load generator; the simulator (program and host)',
+  },
   { storey: 7, rooms: ['engine'], why: 'the vLLM process: plan, launch, supervise, stop, the registry, serve' },
   {
     storey: 8,
@@ -51,7 +75,10 @@ export function roomOf(rel) {
   return parts[0];
 }
 
-/** The storey entry of a room ('verbs/serve' is on the 'verbs/*' storey), or undefined for a room the table does not know. */
+/**
+ * The storey entry of a room ('verbs/serve' is on the 'verbs/*' storey), or undefined for a room the table does not
+ * know.
+ */
 export function storeyOf(room) {
   const key = room.startsWith('verbs/') ? 'verbs/*' : room;
   return STOREYS.find((s) => s.rooms.includes(key));

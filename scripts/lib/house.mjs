@@ -11,7 +11,13 @@ export const LONG_FUNCTION_LINES = 80;
 
 function walk(dir) {
   return readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : /\.ts$/.test(e.name) && !/\.d\.ts$/.test(e.name) ? [join(dir, e.name)] : []))
+    .flatMap((e) =>
+      e.isDirectory()
+        ? walk(join(dir, e.name))
+        : /\.ts$/.test(e.name) && !/\.d\.ts$/.test(e.name)
+          ? [join(dir, e.name)]
+          : [],
+    )
     .sort();
 }
 
@@ -19,21 +25,42 @@ function walk(dir) {
 export function loadSources(srcDir) {
   return walk(srcDir).map((path) => {
     const text = readFileSync(path, 'utf8');
-    return { rel: relative(srcDir, path), path, text, sf: ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true) };
+    return {
+      rel: relative(srcDir, path),
+      path,
+      text,
+      sf: ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true),
+    };
   });
 }
 
-/** A module's imports: { spec, line, typeOnly, dynamic }. Type-only counts as an import (it is one to a reader and to a circle). */
+/**
+ * A module's imports: { spec, line, typeOnly, dynamic }. Type-only counts as an import (it is one to a reader and to a
+ * circle).
+ */
 export function importsOfSource(sf) {
   const out = [];
   const lineOf = (n) => sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1;
   const visit = (n) => {
-    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) &&
+      n.moduleSpecifier &&
+      ts.isStringLiteral(n.moduleSpecifier)
+    ) {
       const typeOnly = ts.isImportDeclaration(n) ? !!n.importClause?.isTypeOnly : n.isTypeOnly;
       out.push({ spec: n.moduleSpecifier.text, line: lineOf(n), typeOnly, dynamic: false });
-    } else if (ts.isImportEqualsDeclaration(n) && ts.isExternalModuleReference(n.moduleReference) && ts.isStringLiteral(n.moduleReference.expression)) {
+    } else if (
+      ts.isImportEqualsDeclaration(n) &&
+      ts.isExternalModuleReference(n.moduleReference) &&
+      ts.isStringLiteral(n.moduleReference.expression)
+    ) {
       out.push({ spec: n.moduleReference.expression.text, line: lineOf(n), typeOnly: n.isTypeOnly, dynamic: false });
-    } else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteralLike(n.arguments[0])) {
+    } else if (
+      ts.isCallExpression(n) &&
+      n.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      n.arguments[0] &&
+      ts.isStringLiteralLike(n.arguments[0])
+    ) {
       out.push({ spec: n.arguments[0].text, line: lineOf(n), typeOnly: false, dynamic: true });
     } else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument) && ts.isStringLiteral(n.argument.literal)) {
       out.push({ spec: n.argument.literal.text, line: lineOf(n), typeOnly: true, dynamic: false });
@@ -44,7 +71,10 @@ export function importsOfSource(sf) {
   return out;
 }
 
-/** Import edges between modules under src/: { from, to, fromRoom, toRoom, line, spec, typeOnly, dynamic } (paths relative to src/). */
+/**
+ * Import edges between modules under src/: { from, to, fromRoom, toRoom, line, spec, typeOnly, dynamic } (paths
+ * relative to src/).
+ */
 export function importGraph(srcDir, sources = loadSources(srcDir)) {
   const known = new Set(sources.map((s) => s.rel));
   const edges = [];
@@ -136,7 +166,8 @@ function nameOf(n, sf) {
   const p = n.parent;
   if (p && ts.isVariableDeclaration(p) && ts.isIdentifier(p.name)) return p.name.text;
   if (p && ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name))) return p.name.text;
-  if (p && ts.isPropertyDeclaration(p) && ts.isIdentifier(p.name)) return `${p.parent.name?.text ?? 'class'}.${p.name.text}`;
+  if (p && ts.isPropertyDeclaration(p) && ts.isIdentifier(p.name))
+    return `${p.parent.name?.text ?? 'class'}.${p.name.text}`;
   if (p && ts.isCallExpression(p)) return `(callback of ${p.expression.getText(sf).slice(0, 40)})`;
   return '(anonymous)';
 }
@@ -146,9 +177,11 @@ function nameOf(n, sf) {
  * object/array literals (or a concise arrow body that is one), covering most of its lines.
  */
 function isDataTable(n, sf) {
-  const lineSpan = (x) => sf.getLineAndCharacterOfPosition(x.getEnd()).line - sf.getLineAndCharacterOfPosition(x.getStart(sf)).line + 1;
+  const lineSpan = (x) =>
+    sf.getLineAndCharacterOfPosition(x.getEnd()).line - sf.getLineAndCharacterOfPosition(x.getStart(sf)).line + 1;
   const literal = (e) => {
-    while (e && (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isSatisfiesExpression?.(e))) e = e.expression;
+    while (e && (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isSatisfiesExpression?.(e)))
+      e = e.expression;
     return e && (ts.isObjectLiteralExpression(e) || ts.isArrayLiteralExpression(e)) ? e : undefined;
   };
   const body = n.body;
@@ -158,17 +191,26 @@ function isDataTable(n, sf) {
   // (a value: any expression with no statements in it, so no function body hides there)
   const hasBlock = (e) => ts.isBlock(e) || !!ts.forEachChild(e, (c) => hasBlock(c) || undefined);
   const plainValue = (e) => !hasBlock(e);
-  const row = (e) => e && ts.isCallExpression(e) && ts.isIdentifier(e.expression) && e.arguments.length > 0 && e.arguments.every(plainValue);
+  const row = (e) =>
+    e &&
+    ts.isCallExpression(e) &&
+    ts.isIdentifier(e.expression) &&
+    e.arguments.length > 0 &&
+    e.arguments.every(plainValue);
   let covered = 0;
   for (const st of body.statements) {
     if (ts.isReturnStatement(st) && literal(st.expression)) covered += lineSpan(st);
     else if (ts.isExpressionStatement(st) && row(st.expression)) covered += lineSpan(st);
-    else if (ts.isVariableStatement(st)) for (const d of st.declarationList.declarations) if (literal(d.initializer)) covered += lineSpan(d);
+    else if (ts.isVariableStatement(st))
+      for (const d of st.declarationList.declarations) if (literal(d.initializer)) covered += lineSpan(d);
   }
   return covered >= 0.75 * lineSpan(n);
 }
 
-/** Functions (declarations, methods, arrows, function expressions) longer than `limit` lines, data tables aside, longest first. */
+/**
+ * Functions (declarations, methods, arrows, function expressions) longer than `limit` lines, data tables aside, longest
+ * first.
+ */
 export function longFunctions(sources, limit = LONG_FUNCTION_LINES) {
   const out = [];
   for (const { rel, sf } of sources) {

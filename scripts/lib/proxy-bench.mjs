@@ -26,7 +26,12 @@ const agent = new Agent({ connections: 1, pipelining: 1 });
 /** One POST /v1/completions on the one keep-alive connection: its wall time, ms (a non-200 throws). */
 export async function once(port, body) {
   const t = performance.now();
-  const r = await request(`http://127.0.0.1:${port}/v1/completions`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, dispatcher: agent });
+  const r = await request(`http://127.0.0.1:${port}/v1/completions`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json' },
+    dispatcher: agent,
+  });
   const text = await r.body.text();
   if (r.statusCode !== 200) throw new Error(`HTTP ${r.statusCode}: ${text.slice(0, 200)}`);
   return performance.now() - t;
@@ -48,36 +53,64 @@ export const p50p99 = (xs) => ({ p50: +pct(xs, 0.5).toFixed(3), p99: +pct(xs, 0.
 export async function interleaved(ports, n, body) {
   const out = ports.map(() => []);
   for (let i = 0; i < 200; i++) for (const p of ports) await once(p, body);
-  for (let done = 0; done < n; done += 50) for (const [k, p] of ports.entries()) for (let i = 0; i < 50; i++) out[k].push(await once(p, body));
+  for (let done = 0; done < n; done += 50)
+    for (const [k, p] of ports.entries()) for (let i = 0; i < 50; i++) out[k].push(await once(p, body));
   return out;
 }
 
 /** The closed-loop ceiling through `port`: `connections` connections for `seconds`. */
 export async function ceiling(port, body, connections, seconds) {
-  const res = await autocannon({ url: `http://127.0.0.1:${port}/v1/completions`, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, duration: seconds });
-  return { reqPerSec: Math.round(res.requests.average), p50Ms: res.latency.p50, p99Ms: res.latency.p99, non2xx: res.non2xx, errors: res.errors };
+  const res = await autocannon({
+    url: `http://127.0.0.1:${port}/v1/completions`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+    connections,
+    duration: seconds,
+  });
+  return {
+    reqPerSec: Math.round(res.requests.average),
+    p50Ms: res.latency.p50,
+    p99Ms: res.latency.p99,
+    non2xx: res.non2xx,
+    errors: res.errors,
+  };
 }
 
 /** A streamed completion (SSE): what the time to first token is measured on. */
-export const streamBody = (model, maxTokens = 8) => JSON.stringify({ model, prompt: 'Hello', max_tokens: maxTokens, temperature: 0, stream: true });
+export const streamBody = (model, maxTokens = 8) =>
+  JSON.stringify({ model, prompt: 'Hello', max_tokens: maxTokens, temperature: 0, stream: true });
 
-/** One streamed request on the one keep-alive connection: ms until the first SSE event (`data:`) arrived, the rest read to its end. */
+/**
+ * One streamed request on the one keep-alive connection: ms until the first SSE event (`data:`) arrived, the rest read
+ * to its end.
+ */
 export async function ttftOnce(port, body) {
   const t = performance.now();
-  const r = await request(`http://127.0.0.1:${port}/v1/completions`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, dispatcher: agent });
+  const r = await request(`http://127.0.0.1:${port}/v1/completions`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json' },
+    dispatcher: agent,
+  });
   let first;
   let text = '';
   for await (const chunk of r.body) {
     if (first === undefined && (text += chunk.toString()).includes('data:')) first = performance.now() - t;
   }
-  if (r.statusCode !== 200 || first === undefined) throw new Error(`HTTP ${r.statusCode}: no SSE event: ${text.slice(0, 200)}`);
+  if (r.statusCode !== 200 || first === undefined)
+    throw new Error(`HTTP ${r.statusCode}: no SSE event: ${text.slice(0, 200)}`);
   return first;
 }
 
-/** Time to first token through each port: n streams each, one at a time, in alternating rounds of 10 after 10 warm-up streams each. */
+/**
+ * Time to first token through each port: n streams each, one at a time, in alternating rounds of 10 after 10 warm-up
+ * streams each.
+ */
 export async function interleavedTtft(ports, n, body) {
   const out = ports.map(() => []);
   for (let i = 0; i < 10; i++) for (const p of ports) await ttftOnce(p, body);
-  for (let done = 0; done < n; done += 10) for (const [k, p] of ports.entries()) for (let i = 0; i < 10; i++) out[k].push(await ttftOnce(p, body));
+  for (let done = 0; done < n; done += 10)
+    for (const [k, p] of ports.entries()) for (let i = 0; i < 10; i++) out[k].push(await ttftOnce(p, body));
   return out;
 }

@@ -16,7 +16,14 @@ export const simServe = ({ port, gpu, replicas, tensor, share }) => [
   '--engine',
   'sim',
   '--no-prewarm',
-  ...sets({ 'server.port': port, 'server.host': '127.0.0.1', 'parallel.replicas': replicas, 'parallel.tensor': tensor, 'parallel.firstGpu': gpu, 'engine.gpuMemoryUtilization': share }),
+  ...sets({
+    'server.port': port,
+    'server.host': '127.0.0.1',
+    'parallel.replicas': replicas,
+    'parallel.tensor': tensor,
+    'parallel.firstGpu': gpu,
+    'engine.gpuMemoryUtilization': share,
+  }),
 ];
 
 /**
@@ -31,9 +38,15 @@ export const CPU_VLLM = sets({
   'server.stallTimeoutSeconds': 900,
 });
 
-/** The tiny profile from `from` into `dir` twice: tiny.yaml, and tiny-b.yaml (name tiny-b, served as tiny-b): two models of one checkpoint. */
+/**
+ * The tiny profile from `from` into `dir` twice: tiny.yaml, and tiny-b.yaml (name tiny-b, served as tiny-b): two models
+ * of one checkpoint.
+ */
 export function copyTinyPair(from, dir) {
   const tiny = readFileSync(join(from, 'tiny.yaml'), 'utf8');
   writeFileSync(join(dir, 'tiny.yaml'), tiny);
-  writeFileSync(join(dir, 'tiny-b.yaml'), tiny.replace(/^name: tiny$/m, 'name: tiny-b').replace(/^ {2}servedName: tiny-qwen3$/m, '  servedName: tiny-b'));
+  writeFileSync(
+    join(dir, 'tiny-b.yaml'),
+    tiny.replace(/^name: tiny$/m, 'name: tiny-b').replace(/^ {2}servedName: tiny-qwen3$/m, '  servedName: tiny-b'),
+  );
 }

@@ -25,7 +25,8 @@ export const hasTaskset = (() => {
 })();
 
 /** [command, args] running argv on one core (as is, without taskset). */
-export const pin = (core, argv) => (hasTaskset && core !== undefined ? ['taskset', ['-c', String(core), ...argv]] : [argv[0], argv.slice(1)]);
+export const pin = (core, argv) =>
+  hasTaskset && core !== undefined ? ['taskset', ['-c', String(core), ...argv]] : [argv[0], argv.slice(1)];
 
 const children = [];
 /** spawn(cmd, argv) in its own process group; the group is SIGKILLed when the script exits. */
@@ -51,7 +52,10 @@ export function killIfRunning(c) {
 }
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)); // the exit handler kills the simulators
 
-/** Until http://127.0.0.1:PORT/health answers 200, polled every 50 ms, at most `tries` times; then it throws "WHAT did not start". */
+/**
+ * Until http://127.0.0.1:PORT/health answers 200, polled every 50 ms, at most `tries` times; then it throws "WHAT did
+ * not start".
+ */
 export async function untilHealthy(port, what, tries) {
   for (let i = 0; ; i++) {
     try {
@@ -69,7 +73,20 @@ export async function untilHealthy(port, what, tries) {
  */
 export async function startSim(args = [], { core = 0, env = {} } = {}) {
   const port = await freePort();
-  const [cmd, argv] = pin(core, [process.execPath, BIN, 'sim', 'serve', 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0', ...args]);
+  const [cmd, argv] = pin(core, [
+    process.execPath,
+    BIN,
+    'sim',
+    'serve',
+    'Qwen/Qwen3.5-9B',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--sim-load-seconds',
+    '0',
+    ...args,
+  ]);
   const child = spawnKept(cmd, argv, { env: { ...process.env, ...env } });
   await untilHealthy(port, 'simulator', 400);
   return {

@@ -8,4 +8,8 @@ export const median = (a, digits = 1) => {
 };
 
 /** min, median and max, each to `digits` (0.1 by default). */
-export const spread = (a, digits = 1) => ({ min: +Math.min(...a).toFixed(digits), median: median(a, digits), max: +Math.max(...a).toFixed(digits) });
+export const spread = (a, digits = 1) => ({
+  min: +Math.min(...a).toFixed(digits),
+  median: median(a, digits),
+  max: +Math.max(...a).toFixed(digits),
+});

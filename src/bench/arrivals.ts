@@ -20,7 +20,8 @@ function normal(u: () => number): number {
 
 /** One draw from Gamma(shape, scale) (Marsaglia and Tsang; shape < 1 by the boost U^(1/shape)). */
 export function gamma(u: () => number, shape: number, scale: number): number {
-  if (!(shape > 0) || !(scale > 0)) throw new RangeError(`gamma needs shape > 0 and scale > 0 (got ${shape}, ${scale})`);
+  if (!(shape > 0) || !(scale > 0))
+    throw new RangeError(`gamma needs shape > 0 and scale > 0 (got ${shape}, ${scale})`);
   if (shape < 1) return gamma(u, shape + 1, scale) * (1 - u()) ** (1 / shape);
   const d = shape - 1 / 3;
   const c = 1 / Math.sqrt(9 * d);

@@ -1,5 +1,8 @@
 // A terminal scatter chart: latency (y) against throughput (x) of a sweep, each point labelled.
-export function scatter(points: Array<{ x: number; y: number; label: string }>, opts: { width?: number; height?: number; xLabel: string; yLabel: string }): string {
+export function scatter(
+  points: Array<{ x: number; y: number; label: string }>,
+  opts: { width?: number; height?: number; xLabel: string; yLabel: string },
+): string {
   const W = opts.width ?? 56;
   const H = opts.height ?? 14;
   if (!points.length) return '(no points)';

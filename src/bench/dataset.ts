@@ -32,8 +32,15 @@ export function serverTokenizer(url: string, model: string, apiKey?: string, tim
       // here left one pending 10 s timer per call, thousands for a large dataset, and their
       // clean-up (a FinalizationRegistry) ran in the measured run after the next full GC:
       // 28 ms of clearTimeout calls at its start, sends up to 40 ms late.
-      const r = await http(`${url}/tokenize`, { method: 'POST', body: { model, ...input, ...(input.prompt !== undefined ? { add_special_tokens: true } : {}) }, timeoutMs, apiKey });
-      return r.ok && r.status === 200 && Number.isInteger(r.json?.count) && r.json.count >= 0 ? (r.json.count as number) : undefined;
+      const r = await http(`${url}/tokenize`, {
+        method: 'POST',
+        body: { model, ...input, ...(input.prompt !== undefined ? { add_special_tokens: true } : {}) },
+        timeoutMs,
+        apiKey,
+      });
+      return r.ok && r.status === 200 && Number.isInteger(r.json?.count) && r.json.count >= 0
+        ? (r.json.count as number)
+        : undefined;
     },
   };
 }
@@ -49,7 +56,12 @@ function words(u: () => number, n: number): string {
  * words-per-token ratio, then single short words added or removed until the count matches.
  * A few /tokenize calls per prompt; `exact` is false when the server cannot count.
  */
-export async function exactText(n: number, u: () => number, count: (text: string) => Promise<number | undefined>, head = ''): Promise<{ text: string; tokens: number; exact: boolean }> {
+export async function exactText(
+  n: number,
+  u: () => number,
+  count: (text: string) => Promise<number | undefined>,
+  head = '',
+): Promise<{ text: string; tokens: number; exact: boolean }> {
   let ws = words(u, Math.max(1, n)).split(' ');
   const make = () => head + ws.join(' ');
   const resize = (len: number) => {
@@ -90,13 +102,21 @@ interface RandomSpec {
   chat: boolean;
 }
 
-/** Random prompts (each unique after the shared prefix) of exact lengths; `exact` is false when /tokenize was unavailable. */
-export async function randomDataset(spec: RandomSpec, tok: Tokenizer, parallel = 8): Promise<{ requests: BenchRequest[]; exact: boolean }> {
+/**
+ * Random prompts (each unique after the shared prefix) of exact lengths; `exact` is false when /tokenize was
+ * unavailable.
+ */
+export async function randomDataset(
+  spec: RandomSpec,
+  tok: Tokenizer,
+  parallel = 8,
+): Promise<{ requests: BenchRequest[]; exact: boolean }> {
   const u = rng(spec.seed ^ 0x5bd1e995);
   const [inLo, inHi] = lengthRange(spec.inputLen, spec.rangeRatio);
   const [outLo, outHi] = lengthRange(spec.outputLen, spec.rangeRatio);
   const pick = (lo: number, hi: number) => lo + Math.floor(u() * (hi - lo + 1));
-  const countPrompt = (t: string) => tok.count(spec.chat ? { messages: [{ role: 'user', content: t }] } : { prompt: t });
+  const countPrompt = (t: string) =>
+    tok.count(spec.chat ? { messages: [{ role: 'user', content: t }] } : { prompt: t });
   let prefix = '';
   let exact = true;
   if (spec.prefixLen > 0) {
@@ -104,7 +124,12 @@ export async function randomDataset(spec: RandomSpec, tok: Tokenizer, parallel =
     prefix = p.text + ' ';
     exact &&= p.exact;
   }
-  const plan = Array.from({ length: spec.num }, (_, i) => ({ i, inLen: pick(inLo, inHi), outLen: pick(outLo, outHi), seed: Math.floor(u() * 2 ** 32) }));
+  const plan = Array.from({ length: spec.num }, (_, i) => ({
+    i,
+    inLen: pick(inLo, inHi),
+    outLen: pick(outLo, outHi),
+    seed: Math.floor(u() * 2 ** 32),
+  }));
   const requests: BenchRequest[] = new Array(spec.num);
   let next = 0;
   await Promise.all(
@@ -129,7 +154,10 @@ export function checkDatasetFile(file: string): void {
     checkRegularFile(file, { maxBytes: READ_LIMITS.dataset, what: '--dataset' });
   } catch (e) {
     if (e instanceof FileRefused) throw e;
-    throw new UsageError(`--dataset ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, ['give a JSONL or ShareGPT JSON file']);
+    throw new UsageError(
+      `--dataset ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      ['give a JSONL or ShareGPT JSON file'],
+    );
   }
 }
 
@@ -138,13 +166,19 @@ export function checkDatasetFile(file: string): void {
  * {"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}]}), or a
  * ShareGPT JSON array. Output length: --output-len when given, else the record's, else the reply's tokens.
  */
-export async function fileDataset(file: string, opts: { num?: number; outputLen?: number; chat: boolean }, tok: Tokenizer): Promise<{ requests: BenchRequest[]; skipped: number }> {
+export async function fileDataset(
+  file: string,
+  opts: { num?: number; outputLen?: number; chat: boolean },
+  tok: Tokenizer,
+): Promise<{ requests: BenchRequest[]; skipped: number }> {
   let text: string;
   try {
     text = readTextSync(file, { maxBytes: READ_LIMITS.dataset, what: '--dataset' });
   } catch (e) {
     if (e instanceof FileRefused) throw new DatasetError([e.message, ...e.details].join('; '));
-    throw new DatasetError(`--dataset ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new DatasetError(
+      `--dataset ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
   let records: unknown[];
   const trimmed = text.trimStart();
@@ -161,7 +195,9 @@ export async function fileDataset(file: string, opts: { num?: number; outputLen?
       try {
         records.push(JSON.parse(line));
       } catch {
-        throw new DatasetError(`--dataset ${file}: line ${i + 1} is not JSON; each line must be one object such as {"prompt": "...", "output_len": 128}`);
+        throw new DatasetError(
+          `--dataset ${file}: line ${i + 1} is not JSON; each line must be one object such as {"prompt": "...", "output_len": 128}`,
+        );
       }
     });
   }
@@ -192,11 +228,16 @@ export async function fileDataset(file: string, opts: { num?: number; outputLen?
       skipped++;
       continue;
     }
-    const promptLen = (await tok.count(opts.chat ? { messages: messages ?? [{ role: 'user', content: prompt }] } : { prompt })) ?? Math.ceil(Buffer.byteLength(prompt) / 4);
+    const promptLen =
+      (await tok.count(opts.chat ? { messages: messages ?? [{ role: 'user', content: prompt }] } : { prompt })) ??
+      Math.ceil(Buffer.byteLength(prompt) / 4);
     let outputLen = opts.outputLen ?? (Number.isInteger(r.output_len) && r.output_len > 0 ? r.output_len : undefined);
     if (outputLen === undefined && reply) outputLen = await tok.count({ prompt: reply });
     requests.push({ prompt, messages, promptLen, outputLen: Math.max(1, outputLen ?? 128) });
   }
-  if (!requests.length) throw new DatasetError(`--dataset ${file}: no usable record (${skipped} skipped); expected {"prompt": ...} lines or ShareGPT {"conversations": [...]}`);
+  if (!requests.length)
+    throw new DatasetError(
+      `--dataset ${file}: no usable record (${skipped} skipped); expected {"prompt": ...} lines or ShareGPT {"conversations": [...]}`,
+    );
   return { requests, skipped };
 }

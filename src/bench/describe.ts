@@ -42,7 +42,11 @@ export function runDescription({ plan, opts, target, model, datasetName, exact }
 }
 
 /** The load generator's configuration: stop ends the sending, abort what is in flight. */
-export function runConfig({ plan, opts, target, model, dataset }: BenchInputs, signals: { stop: AbortSignal; abort: AbortSignal }, over: Partial<RunConfig> = {}): RunConfig {
+export function runConfig(
+  { plan, opts, target, model, dataset }: BenchInputs,
+  signals: { stop: AbortSignal; abort: AbortSignal },
+  over: Partial<RunConfig> = {},
+): RunConfig {
   return {
     url: target.url,
     ...(target.metricsUrl ? { metricsUrl: target.metricsUrl } : {}),

@@ -2,7 +2,17 @@
 // calculate_metrics): same inputs, same definitions, same units (seconds inside, ms in the keys).
 import { mean, std, percentile } from './stats.js';
 
-export type FailureKind = 'refused' | 'timeout' | 'reset' | 'http_429' | 'http_4xx' | 'http_5xx' | 'bad_stream' | 'no_token' | 'aborted' | 'other';
+export type FailureKind =
+  | 'refused'
+  | 'timeout'
+  | 'reset'
+  | 'http_429'
+  | 'http_4xx'
+  | 'http_5xx'
+  | 'bad_stream'
+  | 'no_token'
+  | 'aborted'
+  | 'other';
 
 /** One request as the client saw it. Times in seconds on the client's monotonic clock. */
 export interface RequestOutput {
@@ -82,7 +92,12 @@ export function summarize(valuesS: readonly number[], pcts: readonly number[]): 
   };
 }
 
-export function calculateMetrics(outputs: readonly RequestOutput[], durS: number, pcts: readonly number[], goodput: Goodput = {}): BenchMetrics {
+export function calculateMetrics(
+  outputs: readonly RequestOutput[],
+  durS: number,
+  pcts: readonly number[],
+  goodput: Goodput = {},
+): BenchMetrics {
   const actualOutputLens: number[] = [];
   let totalInput = 0;
   let completed = 0;
@@ -161,9 +176,23 @@ export function calculateMetrics(outputs: readonly RequestOutput[], durS: number
 }
 
 /** Classifies a failed request; the run reports counts per kind, never averages them in. */
-export function classifyFailure(f: { status?: number; code?: string; name?: string; aborted?: boolean; deadline?: boolean; stream?: string }): FailureKind {
+export function classifyFailure(f: {
+  status?: number;
+  code?: string;
+  name?: string;
+  aborted?: boolean;
+  deadline?: boolean;
+  stream?: string;
+}): FailureKind {
   if (f.aborted) return 'aborted';
-  if (f.deadline || f.name === 'TimeoutError' || f.code === 'UND_ERR_HEADERS_TIMEOUT' || f.code === 'UND_ERR_BODY_TIMEOUT' || f.code === 'UND_ERR_CONNECT_TIMEOUT') return 'timeout';
+  if (
+    f.deadline ||
+    f.name === 'TimeoutError' ||
+    f.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    f.code === 'UND_ERR_BODY_TIMEOUT' ||
+    f.code === 'UND_ERR_CONNECT_TIMEOUT'
+  )
+    return 'timeout';
   if (f.status !== undefined) {
     if (f.status === 429) return 'http_429';
     if (f.status >= 500) return 'http_5xx';
@@ -171,7 +200,8 @@ export function classifyFailure(f: { status?: number; code?: string; name?: stri
     if (f.status !== 200) return 'other';
   }
   if (f.code === 'ECONNREFUSED') return 'refused';
-  if (f.code === 'ECONNRESET' || f.code === 'UND_ERR_SOCKET' || f.code === 'EPIPE' || f.code === 'UND_ERR_CLOSED') return 'reset';
+  if (f.code === 'ECONNRESET' || f.code === 'UND_ERR_SOCKET' || f.code === 'EPIPE' || f.code === 'UND_ERR_CLOSED')
+    return 'reset';
   if (f.stream === 'no_token') return 'no_token';
   if (f.stream) return 'bad_stream';
   return 'other';

@@ -26,7 +26,11 @@ export function benchPage(title: string, result: BenchResult, pcts: number[], sw
     ...distributionSections(r),
     ...metricsSections(s.metrics_timeline),
   ];
-  return { title, subtitle: `${r.model_id} at ${s.server ? (r.sparkctl_config?.url ?? '') : ''} — ${r.date}`, sections };
+  return {
+    title,
+    subtitle: `${r.model_id} at ${s.server ? (r.sparkctl_config?.url ?? '') : ''} — ${r.date}`,
+    sections,
+  };
 }
 
 /** The summary (with why the run is invalid, if it is) and the latency table. */
@@ -35,7 +39,14 @@ function summarySections(r: Record<string, any>, s: SparkctlExtras, pcts: number
     {
       heading: 'Summary',
       text: s.valid ? undefined : `INVALID RUN: ${s.invalid_reasons.join('; ')}`,
-      table: { header: ['metric', 'value'], rows: [...summaryRows(r, pcts), ['Completed / failed', `${r.completed} / ${r.failed}`], ['Duration', `${Number(r.duration).toFixed(2)} s`]] },
+      table: {
+        header: ['metric', 'value'],
+        rows: [
+          ...summaryRows(r, pcts),
+          ['Completed / failed', `${r.completed} / ${r.failed}`],
+          ['Duration', `${Number(r.duration).toFixed(2)} s`],
+        ],
+      },
     },
     { heading: 'Latency', table: latencyRows(r, pcts) },
   ];
@@ -98,14 +109,27 @@ function distributionSections(r: Record<string, any>): Section[] {
   const itls = (r.itls as number[][]).flat().map((x) => x * 1000);
   const ih = histogram(itls);
   return [
-    { heading: 'TTFT distribution', chart: { kind: 'bars', x: th.x, series: [{ label: 'requests', values: th.y }], xLabel: 'TTFT (ms)', yLabel: 'requests' } },
-    { heading: 'ITL distribution', chart: { kind: 'bars', x: ih.x, series: [{ label: 'gaps', values: ih.y }], xLabel: 'ITL (ms)', yLabel: 'gaps' } },
+    {
+      heading: 'TTFT distribution',
+      chart: {
+        kind: 'bars',
+        x: th.x,
+        series: [{ label: 'requests', values: th.y }],
+        xLabel: 'TTFT (ms)',
+        yLabel: 'requests',
+      },
+    },
+    {
+      heading: 'ITL distribution',
+      chart: { kind: 'bars', x: ih.x, series: [{ label: 'gaps', values: ih.y }], xLabel: 'ITL (ms)', yLabel: 'gaps' },
+    },
   ];
 }
 
 /** The server's /metrics over the run (running and waiting, KV-cache use), or a line saying they could not be read. */
 function metricsSections(tl: SparkctlExtras['metrics_timeline']): Section[] {
-  if (tl.length < 2) return [{ heading: 'Server metrics over time', text: "The server's /metrics could not be read during the run." }];
+  if (tl.length < 2)
+    return [{ heading: 'Server metrics over time', text: "The server's /metrics could not be read during the run." }];
   return [
     {
       heading: 'Server metrics over time (/metrics)',
@@ -125,7 +149,12 @@ function metricsSections(tl: SparkctlExtras['metrics_timeline']): Section[] {
       chart: {
         kind: 'line',
         x: tl.map((p) => p.t),
-        series: [{ label: 'KV cache used (%)', values: tl.map((p) => (p.kvUsage === undefined ? null : +(p.kvUsage * 100).toFixed(2))) }],
+        series: [
+          {
+            label: 'KV cache used (%)',
+            values: tl.map((p) => (p.kvUsage === undefined ? null : +(p.kvUsage * 100).toFixed(2))),
+          },
+        ],
         xLabel: 'seconds',
         yLabel: '%',
       },

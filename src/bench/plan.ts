@@ -49,18 +49,32 @@ export interface BenchOptions {
  */
 const BENCH_LIMITS = { tokens: 1_048_576, requests: 100_000, warmup: 10_000 } as const;
 
-/** A number flag as bench reads it: plain decimal (or inf where allowed), checked against its bounds; exit 2 naming the flag. */
-export function num(v: string | undefined, flag: string, o: { int?: boolean; min?: number; max?: number; inf?: boolean; gt0?: boolean } = {}): number | undefined {
+/**
+ * A number flag as bench reads it: plain decimal (or inf where allowed), checked against its bounds; exit 2 naming the
+ * flag.
+ */
+export function num(
+  v: string | undefined,
+  flag: string,
+  o: { int?: boolean; min?: number; max?: number; inf?: boolean; gt0?: boolean } = {},
+): number | undefined {
   if (v === undefined) return undefined;
   if (o.inf && /^inf(inity)?$/i.test(v)) return Infinity;
   // The same plain decimals as every other verb's numbers (src/verbs/args.ts): not 1e3, 0x10 or " 8 ".
   const n = /^\d{1,15}(\.\d{1,12})?$/.test(v) ? Number(v) : NaN;
-  const bad = !Number.isFinite(n) || (o.int && !Number.isInteger(n)) || (o.min !== undefined && n < o.min) || (o.gt0 && !(n > 0));
+  const bad =
+    !Number.isFinite(n) || (o.int && !Number.isInteger(n)) || (o.min !== undefined && n < o.min) || (o.gt0 && !(n > 0));
   if (bad)
-    throw new UsageError(`${flag}: "${v}" is not ${o.int ? 'a whole number' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : o.gt0 ? ' above 0' : ''}${o.inf ? ' (or inf)' : ''}`, [
-      `plain decimal digits, e.g. ${flag} ${o.int ? Math.max(1, o.min ?? 1) : '0.5'}${o.inf ? ` or ${flag} inf` : ''}`,
+    throw new UsageError(
+      `${flag}: "${v}" is not ${o.int ? 'a whole number' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : o.gt0 ? ' above 0' : ''}${o.inf ? ' (or inf)' : ''}`,
+      [
+        `plain decimal digits, e.g. ${flag} ${o.int ? Math.max(1, o.min ?? 1) : '0.5'}${o.inf ? ` or ${flag} inf` : ''}`,
+      ],
+    );
+  if (o.max !== undefined && n > o.max)
+    throw new UsageError(`${flag}: ${v} is above ${o.max}, the most a run takes`, [
+      `e.g. ${flag} ${Math.min(o.max, 1024)}`,
     ]);
-  if (o.max !== undefined && n > o.max) throw new UsageError(`${flag}: ${v} is above ${o.max}, the most a run takes`, [`e.g. ${flag} ${Math.min(o.max, 1024)}`]);
   return n;
 }
 
@@ -107,12 +121,18 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
   const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1, max: BENCH_LIMITS.tokens })!;
   const outputLen = num(opts.outputLen, '--output-len', { int: true, min: 1, max: BENCH_LIMITS.tokens });
   const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;
-  if (rangeRatio >= 1) throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`, ['e.g. --range-ratio 0.25']);
+  if (rangeRatio >= 1)
+    throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`, [
+      'e.g. --range-ratio 0.25',
+    ]);
   const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0, max: BENCH_LIMITS.tokens })!;
   const scrapeMs = opts.scrapeEvery;
   const pcts = opts.percentiles.split(',').map((p) => {
     const n = Number(p.trim());
-    if (!(n > 0 && n < 100) && n !== 100) throw new UsageError(`--percentiles: "${p}" is not a percentile in (0, 100]`, ['e.g. --percentiles 50,90,99,99.9']);
+    if (!(n > 0 && n < 100) && n !== 100)
+      throw new UsageError(`--percentiles: "${p}" is not a percentile in (0, 100]`, [
+        'e.g. --percentiles 50,90,99,99.9',
+      ]);
     return n;
   });
   let goodput: BenchPlan['goodput'];
@@ -126,8 +146,12 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
   const sweepBy = opts.sweepBy === 'rate' ? 'rate' : opts.sweepBy === 'concurrency' ? 'concurrency' : undefined;
   if (!sweepBy) throw new UsageError(`--sweep-by: "${opts.sweepBy}" is not concurrency or rate`);
   const sweepMax = num(opts.sweepMax, '--sweep-max', { gt0: true }) ?? 256;
-  if (prefixLen + inputLen > BENCH_LIMITS.tokens) throw new UsageError(`--prefix-len ${prefixLen} + --input-len ${inputLen} is above ${BENCH_LIMITS.tokens} tokens, the most a prompt takes`);
-  if (Object.keys(slo).length && !opts.sweep) throw new UsageError('--slo goes with --sweep (the highest load meeting it); for one run use --goodput');
+  if (prefixLen + inputLen > BENCH_LIMITS.tokens)
+    throw new UsageError(
+      `--prefix-len ${prefixLen} + --input-len ${inputLen} is above ${BENCH_LIMITS.tokens} tokens, the most a prompt takes`,
+    );
+  if (Object.keys(slo).length && !opts.sweep)
+    throw new UsageError('--slo goes with --sweep (the highest load meeting it); for one run use --goodput');
   return {
     endpoint,
     requests,

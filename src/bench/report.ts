@@ -1,6 +1,13 @@
 // The result document: `vllm bench serve --save-result` keys with the same meanings (times in the
 // per-request lists in seconds, summary keys in ms), plus sparkctl's extras in their own block.
-import { calculateMetrics, summarize, type Goodput, type RequestOutput, type FailureKind, type SummaryStats } from './metrics.js';
+import {
+  calculateMetrics,
+  summarize,
+  type Goodput,
+  type RequestOutput,
+  type FailureKind,
+  type SummaryStats,
+} from './metrics.js';
 import { pWord } from './stats.js';
 import type { ClientCheck } from './selfcheck.js';
 import { serverCheck, type ScrapeSample, type ServerCheck } from './scrape.js';
@@ -46,7 +53,15 @@ export interface SparkctlExtras {
 
 export type BenchResult = Record<string, unknown> & { sparkctl: SparkctlExtras };
 
-export function buildResult(d: RunDescription, outputs: RequestOutput[], durationS: number, startedAt: number, client: ClientCheck, samples: ScrapeSample[], stoppedEarly: boolean): BenchResult {
+export function buildResult(
+  d: RunDescription,
+  outputs: RequestOutput[],
+  durationS: number,
+  startedAt: number,
+  client: ClientCheck,
+  samples: ScrapeSample[],
+  stoppedEarly: boolean,
+): BenchResult {
   const m = calculateMetrics(outputs, durationS, d.percentiles, d.goodput);
   const r: Record<string, unknown> = {
     date: d.date,
@@ -109,7 +124,12 @@ export function buildResult(d: RunDescription, outputs: RequestOutput[], duratio
         d.percentiles,
       ),
     },
-    ...(anyContinuous ? { itl_per_token: summarize(perToken, d.percentiles), multi_token_chunks: ok.reduce((a, o) => a + (o.multiTokenChunks ?? 0), 0) } : {}),
+    ...(anyContinuous
+      ? {
+          itl_per_token: summarize(perToken, d.percentiles),
+          multi_token_chunks: ok.reduce((a, o) => a + (o.multiTokenChunks ?? 0), 0),
+        }
+      : {}),
     server,
     metrics_timeline: samples.map((s) => ({ ...s, t: +(s.t - startedAt).toFixed(3) })),
   };
@@ -126,19 +146,44 @@ export function summaryRows(r: Record<string, any>, pcts: number[]): string[][] 
     [`P${pWord(p99)} TTFT`, `${f(r[`p${pWord(p99)}_ttft_ms`], 1)} ms`],
     ['Request throughput', `${f(r.request_throughput, 1)} req/s`],
   ];
-  if (r.request_goodput !== null && r.request_goodput !== undefined) rows.push(['Request goodput', `${f(r.request_goodput, 1)} req/s`]);
-  rows.push(['Output token throughput', `${f(r.output_throughput, 1)} tok/s`], ['Total token throughput', `${f(r.total_token_throughput, 1)} tok/s`]);
+  if (r.request_goodput !== null && r.request_goodput !== undefined)
+    rows.push(['Request goodput', `${f(r.request_goodput, 1)} req/s`]);
+  rows.push(
+    ['Output token throughput', `${f(r.output_throughput, 1)} tok/s`],
+    ['Total token throughput', `${f(r.total_token_throughput, 1)} tok/s`],
+  );
   return rows;
 }
 
 export function latencyRows(r: Record<string, any>, pcts: number[]): { header: string[]; rows: string[][] } {
   const header = ['latency (ms)', 'mean', 'median', ...pcts.map((p) => `p${pWord(p)}`)];
-  const rows = METRIC_NAMES.map((n) => [n.toUpperCase(), f(r[`mean_${n}_ms`]), f(r[`median_${n}_ms`]), ...pcts.map((p) => f(r[`p${pWord(p)}_${n}_ms`]))]);
+  const rows = METRIC_NAMES.map((n) => [
+    n.toUpperCase(),
+    f(r[`mean_${n}_ms`]),
+    f(r[`median_${n}_ms`]),
+    ...pcts.map((p) => f(r[`p${pWord(p)}_${n}_ms`])),
+  ]);
   const s = r.sparkctl as SparkctlExtras | undefined;
   if (s) {
-    rows.push(['TTFT from schedule', f(s.scheduled.ttft.mean), f(s.scheduled.ttft.median), ...s.scheduled.ttft.percentiles.map(([, v]) => f(v))]);
-    rows.push(['E2EL from schedule', f(s.scheduled.e2el.mean), f(s.scheduled.e2el.median), ...s.scheduled.e2el.percentiles.map(([, v]) => f(v))]);
-    if (s.itl_per_token) rows.push(['ITL per token', f(s.itl_per_token.mean), f(s.itl_per_token.median), ...s.itl_per_token.percentiles.map(([, v]) => f(v))]);
+    rows.push([
+      'TTFT from schedule',
+      f(s.scheduled.ttft.mean),
+      f(s.scheduled.ttft.median),
+      ...s.scheduled.ttft.percentiles.map(([, v]) => f(v)),
+    ]);
+    rows.push([
+      'E2EL from schedule',
+      f(s.scheduled.e2el.mean),
+      f(s.scheduled.e2el.median),
+      ...s.scheduled.e2el.percentiles.map(([, v]) => f(v)),
+    ]);
+    if (s.itl_per_token)
+      rows.push([
+        'ITL per token',
+        f(s.itl_per_token.mean),
+        f(s.itl_per_token.median),
+        ...s.itl_per_token.percentiles.map(([, v]) => f(v)),
+      ]);
   }
   return { header, rows };
 }

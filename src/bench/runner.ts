@@ -96,7 +96,10 @@ async function until(t: number, stop?: AbortSignal) {
   }
 }
 
-function requestBody(cfg: Pick<RunConfig, 'model' | 'endpoint' | 'stream' | 'ignoreEos' | 'continuousUsage'>, r: BenchRequest): Record<string, unknown> {
+function requestBody(
+  cfg: Pick<RunConfig, 'model' | 'endpoint' | 'stream' | 'ignoreEos' | 'continuousUsage'>,
+  r: BenchRequest,
+): Record<string, unknown> {
   const body: Record<string, unknown> = { model: cfg.model, stream: cfg.stream };
   if (cfg.endpoint === 'chat') {
     body.messages = r.messages ?? [{ role: 'user', content: r.prompt }];
@@ -106,7 +109,10 @@ function requestBody(cfg: Pick<RunConfig, 'model' | 'endpoint' | 'stream' | 'ign
     body.max_tokens = r.outputLen;
     body.repetition_penalty = 1.0;
   }
-  if (cfg.stream) body.stream_options = cfg.continuousUsage ? { include_usage: true, continuous_usage_stats: true } : { include_usage: true };
+  if (cfg.stream)
+    body.stream_options = cfg.continuousUsage
+      ? { include_usage: true, continuous_usage_stats: true }
+      : { include_usage: true };
   if (cfg.ignoreEos) body.ignore_eos = true;
   return body;
 }
@@ -186,7 +192,8 @@ class StreamTimes {
       throw new SseError(`a stream message is not JSON: ${oneLine(data.slice(0, 80))}`);
     }
     if (typeof j !== 'object' || j === null) throw new SseError('a stream message is not an object');
-    if (j.error) throw new SseError(`the server reported an error mid-stream: ${oneLine(JSON.stringify(j.error).slice(0, 200))}`);
+    if (j.error)
+      throw new SseError(`the server reported an error mid-stream: ${oneLine(JSON.stringify(j.error).slice(0, 200))}`);
     const choices = j.choices;
     if (Array.isArray(choices) && choices.length > 0) this.chunk(j, choices[0] ?? {}, ts);
     else if (j.usage) applyUsage(this.out, j.usage, this.limits);
@@ -242,7 +249,17 @@ class Send implements Dispatcher.DispatchHandler {
     private limits: UsageLimits,
     private resolve: (o: RequestOutput) => void,
   ) {
-    this.out = { success: false, error: '', promptLen: r.promptLen, outputTokens: 0, ttft: 0, itl: [], latency: 0, startTime: 0, scheduledTime };
+    this.out = {
+      success: false,
+      error: '',
+      promptLen: r.promptLen,
+      outputTokens: 0,
+      ttft: 0,
+      itl: [],
+      latency: 0,
+      startTime: 0,
+      scheduledTime,
+    };
     this.timer = setTimeout(() => {
       this.byDeadline = true;
       this.abort(Object.assign(new Error('request deadline'), { name: 'TimeoutError' }));
@@ -275,8 +292,15 @@ class Send implements Dispatcher.DispatchHandler {
     const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
     const code = err?.code ?? err?.cause?.code;
     const aborted = this.byRun && !this.byDeadline;
-    out.failure = e instanceof SseError || e instanceof SyntaxError ? 'bad_stream' : classifyFailure({ code, name: err?.name, aborted, deadline: this.byDeadline });
-    out.error = this.byDeadline ? `no complete answer within the request deadline (${this.cfg.requestTimeoutMs} ms)` : aborted ? 'aborted (interrupted)' : oneLine(String(err?.message ?? e));
+    out.failure =
+      e instanceof SseError || e instanceof SyntaxError
+        ? 'bad_stream'
+        : classifyFailure({ code, name: err?.name, aborted, deadline: this.byDeadline });
+    out.error = this.byDeadline
+      ? `no complete answer within the request deadline (${this.cfg.requestTimeoutMs} ms)`
+      : aborted
+        ? 'aborted (interrupted)'
+        : oneLine(String(err?.message ?? e));
     out.latency = now() - this.st;
     this.finish();
   }
@@ -368,8 +392,14 @@ function usageLimits(r: Pick<BenchRequest, 'outputLen'>, payloadBytes: number): 
 function checkUsage(u: any, lim: { completion: number; prompt: number }) {
   if (!u || typeof u !== 'object') return;
   const bad = (k: string, v: unknown, max: number) => typeof v === 'number' && !(Number.isFinite(v) && v <= max);
-  if (bad('completion_tokens', u.completion_tokens, lim.completion)) throw new SseError(`the server claims ${u.completion_tokens} completion tokens; the request allowed at most ${lim.completion}`);
-  if (bad('prompt_tokens', u.prompt_tokens, lim.prompt)) throw new SseError(`the server claims ${u.prompt_tokens} prompt tokens for a request of ${lim.prompt - 16_384} bytes`);
+  if (bad('completion_tokens', u.completion_tokens, lim.completion))
+    throw new SseError(
+      `the server claims ${u.completion_tokens} completion tokens; the request allowed at most ${lim.completion}`,
+    );
+  if (bad('prompt_tokens', u.prompt_tokens, lim.prompt))
+    throw new SseError(
+      `the server claims ${u.prompt_tokens} prompt tokens for a request of ${lim.prompt - 16_384} bytes`,
+    );
 }
 
 function applyUsage(out: RequestOutput, u: any, lim: { completion: number; prompt: number }) {
@@ -441,7 +471,11 @@ interface Driven {
  */
 async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Driven> {
   const sem = cfg.concurrency ? new Semaphore(cfg.concurrency) : undefined;
-  const live = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3 });
+  const live = hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
   const t0 = now();
   const tally: Tally = { done: 0, failed: 0, inFlight: 0, live, outputs: [], sendLagMs: [], lastStart: t0 };
   const tasks: Promise<void>[] = [];
@@ -481,7 +515,9 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
       tally.inFlight++;
       // Closed loop with everything due at once (rate inf): the intended send is when a slot frees,
       // as vLLM counts it; with a finite rate the schedule is the intent (coordinated omission).
-      const p = sendOne(pool, cfg, requestOf(cfg, spec, i), Number.isFinite(cfg.rate) ? scheduled : ready).then((o) => ended(tally, sem, i, ready, o));
+      const p = sendOne(pool, cfg, requestOf(cfg, spec, i), Number.isFinite(cfg.rate) ? scheduled : ready).then((o) =>
+        ended(tally, sem, i, ready, o),
+      );
       tasks.push(p);
       // Let the request leave before scheduling the next one when they are due together.
       if (!Number.isFinite(cfg.rate) && !sem && i % 64 === 63) await new Promise((r) => setImmediate(r));
@@ -491,7 +527,16 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
     if (ticker) clearInterval(ticker);
   }
   report();
-  return { outputs: tally.outputs.filter(Boolean), t0, durationS: now() - t0, stoppedEarly, sendLagMs: tally.sendLagMs, lastScheduled, lastStart: tally.lastStart, sent: tasks.length };
+  return {
+    outputs: tally.outputs.filter(Boolean),
+    t0,
+    durationS: now() - t0,
+    stoppedEarly,
+    sendLagMs: tally.sendLagMs,
+    lastScheduled,
+    lastStart: tally.lastStart,
+    sent: tasks.length,
+  };
 }
 
 /** What the send loop has seen come back: counted as each request ends, read by the progress line. */
@@ -507,7 +552,10 @@ interface Tally {
   lastStart: number;
 }
 
-/** The i-th request ended: its slot under the cap freed, its output in its send's place, how late it left against `ready`, a success's TTFT. */
+/**
+ * The i-th request ended: its slot under the cap freed, its output in its send's place, how late it left against
+ * `ready`, a success's TTFT.
+ */
 function ended(tally: Tally, sem: Semaphore | undefined, i: number, ready: number, o: RequestOutput) {
   tally.inFlight--;
   sem?.release();
@@ -538,7 +586,10 @@ function progressOf(tally: Tally, t0: number): Progress {
  * sends at a finite rate, else the gaps drawn one by one.
  */
 function offsets(cfg: RunConfig, spec: DriveSpec): (i: number) => number {
-  const fixed = spec.maxRequests !== undefined && spec.durationS === undefined && Number.isFinite(cfg.rate) ? schedule(spec.maxRequests, cfg.rate, cfg.burstiness, spec.seed) : undefined;
+  const fixed =
+    spec.maxRequests !== undefined && spec.durationS === undefined && Number.isFinite(cfg.rate)
+      ? schedule(spec.maxRequests, cfg.rate, cfg.burstiness, spec.seed)
+      : undefined;
   const gap = gapSampler(cfg.rate, cfg.burstiness, spec.seed);
   let offset = 0;
   return (i) => {
@@ -555,7 +606,8 @@ function requestOf(cfg: RunConfig, spec: DriveSpec, i: number): BenchRequest {
 
 export async function runBench(cfg: RunConfig): Promise<RunResult> {
   if (!cfg.dataset.length) throw new Error('the dataset is empty');
-  if (cfg.maxRequests === undefined && cfg.durationS === undefined) throw new Error('a run needs --requests or --duration');
+  if (cfg.maxRequests === undefined && cfg.durationS === undefined)
+    throw new Error('a run needs --requests or --duration');
   const pool = makePool(cfg.url, cfg.concurrency);
   const scraper = new Scraper(cfg.metricsUrl ?? cfg.url, cfg.apiKey, cfg.scrapeIntervalMs ?? 1000);
   const loop = monitorEventLoopDelay({ resolution: 5 });
@@ -571,14 +623,25 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
     const minS = paced ? (cfg.warmupS ?? 0) : 0;
     let warm = { requests: 0, seconds: 0 };
     if (cfg.warmup > 0 || minS > 0) {
-      const w = await drive(pool, cfg, { minRequests: cfg.warmup, minS, maxRequests: paced ? undefined : cfg.warmup, seed: cfg.seed + 0x5eed, warmup: true });
+      const w = await drive(pool, cfg, {
+        minRequests: cfg.warmup,
+        minS,
+        maxRequests: paced ? undefined : cfg.warmup,
+        seed: cfg.seed + 0x5eed,
+        warmup: true,
+      });
       warm = { requests: w.sent, seconds: w.durationS };
     }
     await scraper.start();
     loop.enable();
     let r: Driven;
     try {
-      r = await drive(pool, cfg, { maxRequests: cfg.maxRequests, durationS: cfg.durationS, seed: cfg.seed, onProgress: cfg.onProgress });
+      r = await drive(pool, cfg, {
+        maxRequests: cfg.maxRequests,
+        durationS: cfg.durationS,
+        seed: cfg.seed,
+        onProgress: cfg.onProgress,
+      });
     } finally {
       loop.disable();
     }
@@ -587,13 +650,21 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
     const openLoop = Number.isFinite(cfg.rate) && !cfg.concurrency;
     const client = judgeClient({
       targetRate: openLoop ? cfg.rate : undefined,
-      achievedRate: openLoop && r.lastStart > r.t0 ? (cfg.rate * (r.lastScheduled - r.t0)) / (r.lastStart - r.t0) : undefined,
+      achievedRate:
+        openLoop && r.lastStart > r.t0 ? (cfg.rate * (r.lastScheduled - r.t0)) / (r.lastStart - r.t0) : undefined,
       sendLagMs: r.sendLagMs,
       loopDelayP99Ms: loop.count ? loop.percentile(99) / 1e6 : 0,
     });
     client.warmupRequests = warm.requests;
     client.warmupS = warm.seconds;
-    return { outputs: r.outputs, durationS: r.durationS, startedAt: r.t0, stoppedEarly: r.stoppedEarly || Boolean(cfg.stop?.aborted), client, scrape };
+    return {
+      outputs: r.outputs,
+      durationS: r.durationS,
+      startedAt: r.t0,
+      stoppedEarly: r.stoppedEarly || Boolean(cfg.stop?.aborted),
+      client,
+      scrape,
+    };
   } finally {
     scraper.cancel();
     await pool.close().catch(() => {});

@@ -116,7 +116,8 @@ export function serverCheck(samples: ScrapeSample[], clientPrompt: number, clien
   const notes: string[] = [];
   const first = samples[0];
   const last = samples[samples.length - 1];
-  const delta = (k: keyof ScrapeSample) => (first?.[k] !== undefined && last?.[k] !== undefined ? (last[k] as number) - (first[k] as number) : undefined);
+  const delta = (k: keyof ScrapeSample) =>
+    first?.[k] !== undefined && last?.[k] !== undefined ? (last[k] as number) - (first[k] as number) : undefined;
   const mx = (k: keyof ScrapeSample) => {
     const v = samples.map((s) => s[k]).filter((x): x is number => typeof x === 'number');
     return v.length ? Math.max(...v) : undefined;

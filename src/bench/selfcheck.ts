@@ -34,10 +34,24 @@ export function judgeClient(x: ClientCheckInput): ClientCheck {
   const lagP99 = percentile(x.sendLagMs, 99);
   const lagP50 = percentile(x.sendLagMs, 50);
   const openLoop = x.targetRate !== undefined && Number.isFinite(x.targetRate);
-  if (openLoop && lagP99 > LIMITS.sendLagP99Ms) reasons.push(`requests left the client late: send lag p99 ${lagP99.toFixed(1)} ms > ${LIMITS.sendLagP99Ms} ms`);
-  if (x.loopDelayP99Ms > LIMITS.loopDelayP99Ms) reasons.push(`the client's event loop stalled: delay p99 ${x.loopDelayP99Ms.toFixed(1)} ms > ${LIMITS.loopDelayP99Ms} ms`);
+  if (openLoop && lagP99 > LIMITS.sendLagP99Ms)
+    reasons.push(`requests left the client late: send lag p99 ${lagP99.toFixed(1)} ms > ${LIMITS.sendLagP99Ms} ms`);
+  if (x.loopDelayP99Ms > LIMITS.loopDelayP99Ms)
+    reasons.push(
+      `the client's event loop stalled: delay p99 ${x.loopDelayP99Ms.toFixed(1)} ms > ${LIMITS.loopDelayP99Ms} ms`,
+    );
   if (openLoop && x.achievedRate !== undefined && x.achievedRate < x.targetRate! * (1 - LIMITS.rateShortfall)) {
-    reasons.push(`the client offered ${x.achievedRate.toFixed(1)} req/s of the ${x.targetRate} req/s asked (short by more than ${LIMITS.rateShortfall * 100} %)`);
+    reasons.push(
+      `the client offered ${x.achievedRate.toFixed(1)} req/s of the ${x.targetRate} req/s asked (short by more than ${LIMITS.rateShortfall * 100} %)`,
+    );
   }
-  return { valid: reasons.length === 0, reasons, sendLagP50Ms: lagP50, sendLagP99Ms: lagP99, loopDelayP99Ms: x.loopDelayP99Ms, targetRate: x.targetRate, achievedRate: x.achievedRate };
+  return {
+    valid: reasons.length === 0,
+    reasons,
+    sendLagP50Ms: lagP50,
+    sendLagP99Ms: lagP99,
+    loopDelayP99Ms: x.loopDelayP99Ms,
+    targetRate: x.targetRate,
+    achievedRate: x.achievedRate,
+  };
 }

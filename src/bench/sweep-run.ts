@@ -48,8 +48,15 @@ export async function runSweep(
   let stoppedAt: string | undefined;
   for (const level of levels(by === 'rate' ? Math.min(1, max) : 1, max)) {
     if (stop.aborted) break;
-    const per = plan.requests ?? (plan.durationS === undefined ? Math.max(16, by === 'concurrency' ? level * 4 : Math.ceil(level * 4)) : undefined);
-    const over: Partial<RunConfig> = by === 'concurrency' ? { concurrency: level, rate: Infinity, maxRequests: per } : { rate: level, concurrency: undefined, maxRequests: per };
+    const per =
+      plan.requests ??
+      (plan.durationS === undefined
+        ? Math.max(16, by === 'concurrency' ? level * 4 : Math.ceil(level * 4))
+        : undefined);
+    const over: Partial<RunConfig> =
+      by === 'concurrency'
+        ? { concurrency: level, rate: Infinity, maxRequests: per }
+        : { rate: level, concurrency: undefined, maxRequests: per };
     const res = await runLevel(level, over, points.length === 0);
     const p = sweepPoint(level, res, plan.pcts);
     points.push(p);
@@ -67,5 +74,11 @@ export async function runSweep(
     }
   }
   if (!last) throw new ProblemsFound('the sweep ran no level');
-  return { by, points, best: Object.keys(plan.slo).length ? bestUnderSlo(points, plan.slo) : undefined, stoppedAt, last };
+  return {
+    by,
+    points,
+    best: Object.keys(plan.slo).length ? bestUnderSlo(points, plan.slo) : undefined,
+    stoppedAt,
+    last,
+  };
 }

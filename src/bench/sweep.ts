@@ -18,7 +18,9 @@ export interface SweepPoint {
 
 type Slo = Partial<Record<'ttft' | 'tpot' | 'e2el', number>>;
 
-/** The rule, documented in docs/bench.md: < 5 % more throughput for >= 20 % more p99 TTFT or E2EL, or a queue that grew. */
+/**
+ * The rule, documented in docs/bench.md: < 5 % more throughput for >= 20 % more p99 TTFT or E2EL, or a queue that grew.
+ */
 const SATURATION = { minThroughputGain: 0.05, minLatencyRise: 0.2 };
 
 export function saturated(prev: SweepPoint, cur: SweepPoint): boolean {
@@ -31,7 +33,11 @@ export function saturated(prev: SweepPoint, cur: SweepPoint): boolean {
 
 function meetsSlo(p: SweepPoint, slo: Slo): boolean {
   if (p.failed > 0 || !p.valid || p.completed === 0) return false;
-  return (slo.ttft === undefined || p.ttftP99Ms <= slo.ttft) && (slo.tpot === undefined || p.tpotP99Ms <= slo.tpot) && (slo.e2el === undefined || p.e2elP99Ms <= slo.e2el);
+  return (
+    (slo.ttft === undefined || p.ttftP99Ms <= slo.ttft) &&
+    (slo.tpot === undefined || p.tpotP99Ms <= slo.tpot) &&
+    (slo.e2el === undefined || p.e2elP99Ms <= slo.e2el)
+  );
 }
 
 /** The highest level that meets the SLO (undefined when none does). */
@@ -54,7 +60,10 @@ export function parseSlo(parts: string[], flag: string): Slo {
   const slo: Slo = {};
   for (const part of parts.flatMap((p) => p.split(/[,\s]+/)).filter(Boolean)) {
     const m = /^(ttft|tpot|e2el):(\d+(?:\.\d+)?)$/.exec(part);
-    if (!m) throw new Error(`${flag}: "${part}" is not METRIC:MS; use ttft, tpot or e2el with a limit in ms, e.g. ttft:300 tpot:50`);
+    if (!m)
+      throw new Error(
+        `${flag}: "${part}" is not METRIC:MS; use ttft, tpot or e2el with a limit in ms, e.g. ttft:300 tpot:50`,
+      );
     slo[m[1] as keyof Slo] = Number(m[2]);
   }
   return slo;

@@ -40,7 +40,12 @@ export function renderText(r: {
     }; peak concurrency ${x.max_concurrent_requests}, peak ${x.max_output_tokens_per_s} output tok/s`,
   );
   if (s.first_errors.length) for (const e of s.first_errors) err(`  ${c.red('error')}: ${e}`);
-  if (s.multi_token_chunks) out(c.yellow(`${s.multi_token_chunks} stream chunk(s) carried more than one token: per-chunk ITL understates per-token ITL (see "ITL per token")`));
+  if (s.multi_token_chunks)
+    out(
+      c.yellow(
+        `${s.multi_token_chunks} stream chunk(s) carried more than one token: per-chunk ITL understates per-token ITL (see "ITL per token")`,
+      ),
+    );
   const sv = s.server;
   if (sv.samples >= 2) {
     out(
@@ -53,7 +58,12 @@ export function renderText(r: {
       `client: send lag p99 ${s.client.sendLagP99Ms.toFixed(2)} ms, event-loop delay p99 ${s.client.loopDelayP99Ms.toFixed(1)} ms${s.client.achievedRate !== undefined ? `, offered ${s.client.achievedRate.toFixed(1)} of ${s.client.targetRate} req/s` : ''}`,
     ),
   );
-  if (!s.valid) out(c.red(`INVALID RUN: the client was the bottleneck, these are not the server's numbers:\n  - ${s.invalid_reasons.join('\n  - ')}`));
+  if (!s.valid)
+    out(
+      c.red(
+        `INVALID RUN: the client was the bottleneck, these are not the server's numbers:\n  - ${s.invalid_reasons.join('\n  - ')}`,
+      ),
+    );
   if (s.stopped_early) out(c.yellow('interrupted: partial results'));
   if (sweep) {
     out('');

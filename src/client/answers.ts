@@ -22,7 +22,13 @@ const kind = (v: unknown): string => {
 
 /** A plain record (what zod calls an object: not null, an array, a date, a map, a set or a promise). */
 const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) && !(v instanceof Map) && !(v instanceof Set) && typeof (v as { then?: unknown }).then !== 'function';
+  typeof v === 'object' &&
+  v !== null &&
+  !Array.isArray(v) &&
+  !(v instanceof Date) &&
+  !(v instanceof Map) &&
+  !(v instanceof Set) &&
+  typeof (v as { then?: unknown }).then !== 'function';
 
 const wrong = (path: Array<string | number>, message: string): Wrong => ({ path, message });
 
@@ -33,7 +39,8 @@ const int =
   (min: number, max = Number.POSITIVE_INFINITY): Check =>
   (v, p) => {
     if (typeof v !== 'number' || Number.isNaN(v)) return wrong(p, `expected a number, got ${kind(v)}`);
-    if (!Number.isFinite(v)) return wrong(p, `expected a whole number, got one past the largest a double holds (${v > 0 ? '' : '-'}1.8e308)`);
+    if (!Number.isFinite(v))
+      return wrong(p, `expected a whole number, got one past the largest a double holds (${v > 0 ? '' : '-'}1.8e308)`);
     if (!Number.isInteger(v)) return wrong(p, `expected a whole number, got ${v}`);
     if (v < min) return wrong(p, `expected at least ${min}, got ${v}`);
     if (v > max) return wrong(p, `expected at most ${max}, got ${v}`);
@@ -79,7 +86,8 @@ const list =
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; problem: string };
 
-const shapeProblem = (what: string, w: Wrong, body: string) => `${what} answered a body of the wrong shape (${w.path.join('.') || 'body'}: ${w.message}): ${JSON.stringify(body.slice(0, 80))}`;
+const shapeProblem = (what: string, w: Wrong, body: string) =>
+  `${what} answered a body of the wrong shape (${w.path.join('.') || 'body'}: ${w.message}): ${JSON.stringify(body.slice(0, 80))}`;
 
 function checked<T>(check: Check, json: unknown, body: string, what: string): Checked<T> {
   const w = check(json, []);
@@ -92,7 +100,10 @@ export type ServedModel = { id: string; max_model_len?: number };
 const ModelList = record({ data: list(record({ id: str, max_model_len: optional(int(1)) })) });
 
 /** The models of a /v1/models answer, or what is wrong with it. */
-export function servedModels(json: unknown, body: string): { ok: true; models: ServedModel[] } | { ok: false; problem: string } {
+export function servedModels(
+  json: unknown,
+  body: string,
+): { ok: true; models: ServedModel[] } | { ok: false; problem: string } {
   const w = ModelList(json, []);
   if (w) return { ok: false, problem: shapeProblem('/v1/models', w, body) };
   return { ok: true, models: ((json as { data: ServedModel[] }).data ?? []).map((m) => ({ ...m })) };
@@ -113,21 +124,33 @@ export interface Usage {
 }
 export interface CompletionAnswer {
   object?: 'text_completion';
-  choices: [{ index: number; text: string; finish_reason?: string | null; [k: string]: unknown }, ...Array<{ index: number; text: string; finish_reason?: string | null; [k: string]: unknown }>];
+  choices: [
+    { index: number; text: string; finish_reason?: string | null; [k: string]: unknown },
+    ...Array<{ index: number; text: string; finish_reason?: string | null; [k: string]: unknown }>,
+  ];
   usage?: Usage | null;
   [k: string]: unknown;
 }
-const Completion = record({ object: optional(literal('text_completion')), choices: list(record({ index: count, text: str, finish_reason: finish }), 1), usage: nullish(OpenAIUsage) });
+const Completion = record({
+  object: optional(literal('text_completion')),
+  choices: list(record({ index: count, text: str, finish_reason: finish }), 1),
+  usage: nullish(OpenAIUsage),
+});
 
 /** A /v1/completions answer: a non-empty list of text choices, usage counts whole and bounded. */
-export const completionAnswer = (json: unknown, body: string): Checked<CompletionAnswer> => checked(Completion, json, body, '/v1/completions');
+export const completionAnswer = (json: unknown, body: string): Checked<CompletionAnswer> =>
+  checked(Completion, json, body, '/v1/completions');
 
 /** /tokenize: the count prewarm sizes its prompts with. */
-export const tokenizeAnswer = (json: unknown, body: string): Checked<{ count: number; [k: string]: unknown }> => checked(record({ count }), json, body, '/tokenize');
+export const tokenizeAnswer = (json: unknown, body: string): Checked<{ count: number; [k: string]: unknown }> =>
+  checked(record({ count }), json, body, '/tokenize');
 
 const ErrorBody = record({ error: record({ message: str, type: optional(str) }) });
 
-/** The message of an error body, OpenAI ({error: {message}}) or Anthropic ({type: error, error: {type, message}}) shaped. */
+/**
+ * The message of an error body, OpenAI ({error: {message}}) or Anthropic ({type: error, error: {type, message}})
+ * shaped.
+ */
 export function errorMessage(json: unknown, body: string): string {
   const text = ErrorBody(json, []) ? body : (json as { error: { message: string } }).error.message;
   return text.replace(/\s+/g, ' ').slice(0, 300);

@@ -51,7 +51,10 @@ export const CLAUDE_CODE = {
       'Workflow',
       'Write',
     ],
-    /** input tokens as counted by: the simulator (4 bytes a token), the tiny Qwen3's 2,048-entry BPE, Qwen3.5's tokenizer (about) */
+    /**
+     * input tokens as counted by: the simulator (4 bytes a token), the tiny Qwen3's 2,048-entry BPE, Qwen3.5's
+     * tokenizer (about)
+     */
     tokens: { simulator: 18_839, tinyQwen3: 32_115, qwen: 20_500 },
   },
   /**
@@ -82,7 +85,11 @@ interface OutputBudget {
 
 export function outputBudget(maxModelLen: number): OutputBudget {
   const left = maxModelLen - INPUT_RESERVE;
-  return { fits: left >= MIN_OUTPUT_TOKENS, maxOutputTokens: Math.max(0, Math.min(CLAUDE_CODE.defaultMaxTokens, left)), maxModelLen };
+  return {
+    fits: left >= MIN_OUTPUT_TOKENS,
+    maxOutputTokens: Math.max(0, Math.min(CLAUDE_CODE.defaultMaxTokens, left)),
+    maxModelLen,
+  };
 }
 
 /** The context lengths worth suggesting, least first: the least that fits, rounded up to 16K, then 64K and 128K. */
@@ -93,22 +100,35 @@ export function suggestedContexts(modelMax: number): number[] {
 
 /** Whether vLLM, started with these arguments, parses tool calls (Claude Code's every request has tools). */
 export function toolCallingOn(argv: readonly string[]): boolean {
-  return argv.includes('--enable-auto-tool-choice') && argv.some((a) => a === '--tool-call-parser' || a.startsWith('--tool-call-parser='));
+  return (
+    argv.includes('--enable-auto-tool-choice') &&
+    argv.some((a) => a === '--tool-call-parser' || a.startsWith('--tool-call-parser='))
+  );
 }
 
-const FILLER = 'Use the tools to read, search and change files; keep answers short and exact; say what you changed and why. ';
-const fill = (chars: number, lead = '') => (lead + FILLER.repeat(Math.ceil(chars / FILLER.length))).slice(0, Math.max(lead.length, chars));
+const FILLER =
+  'Use the tools to read, search and change files; keep answers short and exact; say what you changed and why. ';
+const fill = (chars: number, lead = '') =>
+  (lead + FILLER.repeat(Math.ceil(chars / FILLER.length))).slice(0, Math.max(lead.length, chars));
 
 /** Tool definitions with Claude Code's names and measured total size; Read has its real schema. */
 export function claudeCodeTools(): Array<{ name: string; description: string; input_schema: Record<string, unknown> }> {
   const names = CLAUDE_CODE.firstRequest.tools;
   const schemaOf = (name: string) =>
     name === 'Read'
-      ? { type: 'object', properties: { file_path: { type: 'string', description: 'The absolute path to the file to read' } }, required: ['file_path'], additionalProperties: false }
+      ? {
+          type: 'object',
+          properties: { file_path: { type: 'string', description: 'The absolute path to the file to read' } },
+          required: ['file_path'],
+          additionalProperties: false,
+        }
       : { type: 'object', properties: { input: { type: 'string' } }, additionalProperties: false };
   const bare = names.map((name) => ({ name, description: '', input_schema: schemaOf(name) }));
   const per = Math.floor((CLAUDE_CODE.firstRequest.toolsChars - JSON.stringify(bare).length) / names.length);
-  return bare.map((t) => ({ ...t, description: fill(per, t.name === 'Read' ? 'Reads a file from the local filesystem. ' : `${t.name}. `) }));
+  return bare.map((t) => ({
+    ...t,
+    description: fill(per, t.name === 'Read' ? 'Reads a file from the local filesystem. ' : `${t.name}. `),
+  }));
 }
 
 /**
@@ -121,13 +141,24 @@ export function claudeCodeRequest(model: string, maxTokens: number, path = '/etc
     model,
     max_tokens: maxTokens,
     stream: true,
-    system: [{ type: 'text', text: fill(CLAUDE_CODE.firstRequest.systemChars, 'You are an interactive agent that helps users with software engineering tasks. ') }],
+    system: [
+      {
+        type: 'text',
+        text: fill(
+          CLAUDE_CODE.firstRequest.systemChars,
+          'You are an interactive agent that helps users with software engineering tasks. ',
+        ),
+      },
+    ],
     tools: claudeCodeTools(),
     messages: [
       {
         role: 'user',
         content: [
-          { type: 'text', text: `<system-reminder>\n${fill(CLAUDE_CODE.firstRequest.messagesChars - prompt.length - 40)}\n</system-reminder>\n` },
+          {
+            type: 'text',
+            text: `<system-reminder>\n${fill(CLAUDE_CODE.firstRequest.messagesChars - prompt.length - 40)}\n</system-reminder>\n`,
+          },
           { type: 'text', text: prompt },
         ],
       },

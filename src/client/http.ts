@@ -4,19 +4,31 @@
 // node:http, not undici: every verb that talks to a server loads this, and undici is a 1 MB module
 // that compiles its HTTP parser from WebAssembly at start-up (most of a short probe's CPU time).
 // node:https (and with it TLS) is loaded by the first https: call: most servers probed are http:.
-import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest, type Agent } from 'node:http';
+import {
+  request as httpRequest,
+  Agent as HttpAgent,
+  type IncomingMessage,
+  type ClientRequest,
+  type Agent,
+} from 'node:http';
 import { socketPathOf, requestPathOf } from '../util/socket-url.js';
 
 export type HttpResult =
   | { ok: true; status: number; body: string; ms: number; json?: any }
-  | { ok: false; error: 'refused' | 'timeout' | 'reset' | 'unresolved' | 'too-large' | 'other'; message: string; ms: number };
+  | {
+      ok: false;
+      error: 'refused' | 'timeout' | 'reset' | 'unresolved' | 'too-large' | 'other';
+      message: string;
+      ms: number;
+    };
 
 /** The largest body read from a server (vLLM's /metrics of a big deployment is well under 1 MiB). */
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 /** A TCP connect that has not completed by then is a timeout (a black-holed address), whatever the call's deadline. */
 const CONNECT_TIMEOUT_MS = 2_000;
-// Kept-alive sockets between the calls of one run (a probe's 7 steps), at most 8 per server; idle ones never hold the process open.
+// Kept-alive sockets between the calls of one run (a probe's 7 steps), at most 8 per server; idle ones never hold the
+// process open.
 const AGENT_OPTS = { keepAlive: true, maxSockets: 8 };
 const httpAgent = new HttpAgent(AGENT_OPTS);
 let httpsClient: { request: typeof httpRequest; agent: Agent } | undefined;
@@ -31,18 +43,31 @@ async function client(https: boolean) {
 
 const named = (name: string, message: string, code?: string) => Object.assign(new Error(message), { name, code });
 
-type HttpOptions = { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number; apiKey?: string; headers?: Record<string, string>; signal?: AbortSignal; maxBytes?: number };
+type HttpOptions = {
+  method?: 'GET' | 'POST';
+  body?: unknown;
+  timeoutMs: number;
+  apiKey?: string;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  maxBytes?: number;
+};
 
 /**
- * One request with one deadline (a stale socket's retry: retryDeadlineMs). A GET whose kept-alive socket the server had just closed (it closes
- * an idle one after its keep-alive timeout: 5 s in Node and uvicorn) fails with a reset before any
- * answer; that GET is sent once more on a fresh socket, as Node's documentation advises
- * (request.reusedSocket). Seen: a server probed a few seconds after its readiness poll on a loaded
- * host answered "connection reset" though it was up. A POST is never sent twice.
+ * One request with one deadline (a stale socket's retry: retryDeadlineMs). A GET whose kept-alive socket the server had
+ * just closed (it closes an idle one after its keep-alive timeout: 5 s in Node and uvicorn) fails with a reset before
+ * any answer; that GET is sent once more on a fresh socket, as Node's documentation advises (request.reusedSocket).
+ * Seen: a server probed a few seconds after its readiness poll on a loaded host answered "connection reset" though it
+ * was up. A POST is never sent twice.
  */
 export async function http(url: string, opts: HttpOptions): Promise<HttpResult> {
   const first = await attempt(url, opts);
-  if (!first.staleSocket || (opts.method ?? (opts.body !== undefined ? 'POST' : 'GET')) !== 'GET' || opts.signal?.aborted) return strip(first);
+  if (
+    !first.staleSocket ||
+    (opts.method ?? (opts.body !== undefined ? 'POST' : 'GET')) !== 'GET' ||
+    opts.signal?.aborted
+  )
+    return strip(first);
   const again = await attempt(url, { ...opts, timeoutMs: retryDeadlineMs(opts.timeoutMs, first.ms) });
   return strip({ ...again, ms: again.ms + first.ms });
 }
@@ -54,7 +79,8 @@ export async function http(url: string, opts: HttpOptions): Promise<HttpResult> 
  * and the read said "no answer within 1 ms" of a server that was up (seen in a real-vLLM watch soak).
  */
 const STALE_RETRY_FLOOR_MS = 2000;
-export const retryDeadlineMs = (timeoutMs: number, spentMs: number): number => Math.max(Math.min(timeoutMs, STALE_RETRY_FLOOR_MS), Math.round(timeoutMs - spentMs));
+export const retryDeadlineMs = (timeoutMs: number, spentMs: number): number =>
+  Math.max(Math.min(timeoutMs, STALE_RETRY_FLOOR_MS), Math.round(timeoutMs - spentMs));
 
 const strip = ({ staleSocket: _, ...r }: HttpResult & { staleSocket?: boolean }): HttpResult => r;
 
@@ -87,17 +113,24 @@ async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { s
   };
   const onAbort = () => end(named('AbortError', 'aborted'));
   try {
-    // a server on a Unix socket (a router's replica on vLLM's --uds: util/socket-url.ts): the same request over the socket
+    // a server on a Unix socket (a router's replica on vLLM's --uds: util/socket-url.ts): the same request over the
+    // socket
     const socketPath = socketPathOf(url);
-    if (url.startsWith('http+unix:') && !socketPath) return { ok: false, error: 'other', message: `${url.slice(0, 200)} names no socket (an absolute path)`, ms: 0 };
+    if (url.startsWith('http+unix:') && !socketPath)
+      return { ok: false, error: 'other', message: `${url.slice(0, 200)} names no socket (an absolute path)`, ms: 0 };
     const u = socketPath ? undefined : new URL(url);
     const https = u?.protocol === 'https:';
-    if (u && !https && u.protocol !== 'http:') return { ok: false, error: 'other', message: `${u.protocol} is not http: or https:`, ms: 0 };
+    if (u && !https && u.protocol !== 'http:')
+      return { ok: false, error: 'other', message: `${u.protocol} is not http: or https:`, ms: 0 };
     const { request, agent } = await client(https);
     const method = opts.method ?? (payload ? 'POST' : 'GET');
-    const { status, resHeaders, body } = await new Promise<{ status: number; resHeaders: IncomingMessage['headers']; body: string } | never>((resolve, reject) => {
+    const { status, resHeaders, body } = await new Promise<
+      { status: number; resHeaders: IncomingMessage['headers']; body: string } | never
+    >((resolve, reject) => {
       // the agent keys its pool by socketPath too: a socket's kept-alive connections are its own
-      req = socketPath ? request({ socketPath, path: requestPathOf(url), host: 'localhost', method, headers, agent }) : request(u!, { method, headers, agent });
+      req = socketPath
+        ? request({ socketPath, path: requestPathOf(url), host: 'localhost', method, headers, agent })
+        : request(u!, { method, headers, agent });
       timer = setTimeout(() => end(named('TimeoutError', 'deadline')), opts.timeoutMs);
       if (opts.signal?.aborted) onAbort();
       else opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -133,11 +166,23 @@ async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { s
         res.on('error', reject);
         // a body cut off by a reset or the deadline is 'aborted' on the response
         res.on('aborted', () => reject(named('ResetError', 'connection reset', 'ECONNRESET')));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, resHeaders: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            resHeaders: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
       });
       req.end(payload);
     });
-    return { ok: true, status, body, ms: performance.now() - started, json: String(resHeaders['content-type'] ?? '').includes('json') ? jsonOf(body) : undefined };
+    return {
+      ok: true,
+      status,
+      body,
+      ms: performance.now() - started,
+      json: String(resHeaders['content-type'] ?? '').includes('json') ? jsonOf(body) : undefined,
+    };
   } catch (e) {
     const f = failureOf((fired ?? e) as NodeJS.ErrnoException, url, opts.timeoutMs, performance.now() - started);
     return staleSocket && !fired ? { ...f, staleSocket } : f;
@@ -162,10 +207,14 @@ function failureOf(err: NodeJS.ErrnoException, url: string, timeoutMs: number, m
   if (err.name === 'TooLarge') return { ok: false, error: 'too-large', message: err.message, ms };
   if (code === 'ECONNREFUSED') return { ok: false, error: 'refused', message: 'connection refused', ms };
   // a Unix socket that is not there (its server never bound it, or removed it): nothing listens, as a refused port
-  if (code === 'ENOENT' && socketPathOf(url)) return { ok: false, error: 'refused', message: `no socket at ${socketPathOf(url)}`, ms };
-  if (code === 'EACCES' && socketPathOf(url)) return { ok: false, error: 'other', message: `permission denied on the socket ${socketPathOf(url)}`, ms };
-  if (err.name === 'TimeoutError' || err.name === 'AbortError') return { ok: false, error: 'timeout', message: `no answer within ${timeoutMs} ms`, ms };
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return { ok: false, error: 'unresolved', message: `host ${hostOf(url)} does not resolve`, ms };
+  if (code === 'ENOENT' && socketPathOf(url))
+    return { ok: false, error: 'refused', message: `no socket at ${socketPathOf(url)}`, ms };
+  if (code === 'EACCES' && socketPathOf(url))
+    return { ok: false, error: 'other', message: `permission denied on the socket ${socketPathOf(url)}`, ms };
+  if (err.name === 'TimeoutError' || err.name === 'AbortError')
+    return { ok: false, error: 'timeout', message: `no answer within ${timeoutMs} ms`, ms };
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME')
+    return { ok: false, error: 'unresolved', message: `host ${hostOf(url)} does not resolve`, ms };
   if (code === 'ECONNRESET' || code === 'EPIPE') return { ok: false, error: 'reset', message: 'connection reset', ms };
   return { ok: false, error: 'other', message: err.message, ms };
 }

@@ -43,12 +43,21 @@ export function parseVllmMetrics(text: string): VllmMetrics {
 }
 
 /** The families read above (checked against vLLM's per-version metric tables in a test). */
-export const READ_METRICS = ['vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc', 'vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:num_preemptions_total'];
+export const READ_METRICS = [
+  'vllm:kv_cache_usage_perc',
+  'vllm:gpu_cache_usage_perc',
+  'vllm:num_requests_running',
+  'vllm:num_requests_waiting',
+  'vllm:num_preemptions_total',
+];
 
 // History keeps a reading only when it is one a server can have: finite and not negative.
 const finite = (v: number | undefined) => (v !== undefined && Number.isFinite(v) && v >= 0 ? v : undefined);
 
-/** A histogram summed over its label sets; none without buckets, with a bucket count that is no count, or without the _sum its mean needs. */
+/**
+ * A histogram summed over its label sets; none without buckets, with a bucket count that is no count, or without the
+ * _sum its mean needs.
+ */
 function histogramOf(e: Exposition, base: string): Histogram | undefined {
   const buckets = samplesOf(e, `${base}_bucket`);
   if (!buckets) return undefined;
@@ -56,7 +65,8 @@ function histogramOf(e: Exposition, base: string): Histogram | undefined {
   for (const b of buckets) {
     const le = b.labels.le === '+Inf' ? Infinity : Number(b.labels.le);
     if (b.labels.le === undefined || Number.isNaN(le)) continue;
-    // a count no server can have (NaN, Inf, negative): no histogram, as for a missing _sum (history's reader refuses the whole sample for one)
+    // a count no server can have (NaN, Inf, negative): no histogram, as for a missing _sum (history's reader refuses
+    // the whole sample for one)
     if (finite(b.value) === undefined) return undefined;
     per.set(le, (per.get(le) ?? 0) + b.value);
   }

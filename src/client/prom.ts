@@ -23,9 +23,14 @@ interface PromSample {
 export interface Exposition {
   /** samples by metric name, in the order the server wrote them */
   byName: Map<string, PromSample[]>;
-  /** lines that are neither a comment nor a sample (1-based line number, the first 60 characters): the first MAX_MALFORMED of them */
+  /**
+   * lines that are neither a comment nor a sample (1-based line number, the first 60 characters): the first
+   * MAX_MALFORMED of them
+   */
   malformed: Array<{ line: number; text: string }>;
-  /** how many lines were neither a comment nor a sample (all of them, where `malformed` keeps the first MAX_MALFORMED) */
+  /**
+   * how many lines were neither a comment nor a sample (all of them, where `malformed` keeps the first MAX_MALFORMED)
+   */
   malformedLines: number;
   /** samples of a series (name and labels) already read: not counted again */
   duplicates: number;
@@ -36,7 +41,10 @@ export interface Exposition {
 /** A longer line is no sample: vLLM's longest are a few hundred characters. */
 export const MAX_LINE_CHARS = 16 * 1024;
 
-/** Lines that are no sample kept to be named (a hostile answer of millions of them is counted, not kept: no caller names more than one). */
+/**
+ * Lines that are no sample kept to be named (a hostile answer of millions of them is counted, not kept: no caller names
+ * more than one).
+ */
 export const MAX_MALFORMED = 100;
 
 const LABEL_VALUE = String.raw`"(?:[^"\\]|\\.)*"`;
@@ -52,7 +60,8 @@ export function promValue(s: string): number {
   return NUMBER.test(s) ? Number(s) : Number.NaN;
 }
 
-const unescaped = (quoted: string) => quoted.slice(1, -1).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c === '\\' || c === '"' ? c : `\\${c}`));
+const unescaped = (quoted: string) =>
+  quoted.slice(1, -1).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c === '\\' || c === '"' ? c : `\\${c}`));
 
 class Sample implements PromSample {
   #block: string | undefined;

@@ -6,7 +6,14 @@ import { http, type HttpResult } from './http.js';
 import { servedModels } from './answers.js';
 import { pause } from '../util/pause.js';
 
-export type NotReadyReason = 'exited' | 'timeout' | 'stalled' | 'spawn-error' | 'wrong-model' | 'not-ours' | 'interrupted';
+export type NotReadyReason =
+  | 'exited'
+  | 'timeout'
+  | 'stalled'
+  | 'spawn-error'
+  | 'wrong-model'
+  | 'not-ours'
+  | 'interrupted';
 
 export interface NotReady {
   reason: NotReadyReason;
@@ -25,7 +32,10 @@ interface ReadyWatch {
   deadlineMs: number;
   signal?: AbortSignal;
   /** the process we started: undefined while it runs, why it ended otherwise */
-  ended?: () => Promise<{ reason: 'exited' | 'spawn-error'; detail: string } | undefined> | { reason: 'exited' | 'spawn-error'; detail: string } | undefined;
+  ended?: () =>
+    | Promise<{ reason: 'exited' | 'spawn-error'; detail: string } | undefined>
+    | { reason: 'exited' | 'spawn-error'; detail: string }
+    | undefined;
   /**
    * Proof that the server answering is the one we started (our process holds the listening
    * socket). false: someone else answers, keep waiting; undefined: cannot tell, trust the answer.
@@ -60,12 +70,28 @@ export async function waitReady(w: ReadyWatch): Promise<ReadyResult> {
     const end = await w.ended?.();
     if (end) return { ok: false, ...end, ms: elapsed() };
     if (elapsed() > w.deadlineMs) {
-      if (foreign) return { ok: false, reason: 'not-ours', detail: `not ready after ${Math.round(elapsed() / 1000)} s: ${foreign}`, ms: elapsed() };
-      return { ok: false, reason: 'timeout', detail: `not ready after ${Math.round(elapsed() / 1000)} s (ready timeout)`, ms: elapsed() };
+      if (foreign)
+        return {
+          ok: false,
+          reason: 'not-ours',
+          detail: `not ready after ${Math.round(elapsed() / 1000)} s: ${foreign}`,
+          ms: elapsed(),
+        };
+      return {
+        ok: false,
+        reason: 'timeout',
+        detail: `not ready after ${Math.round(elapsed() / 1000)} s (ready timeout)`,
+        ms: elapsed(),
+      };
     }
     const quiet = w.quietMs?.();
     if (w.stallMs !== undefined && quiet !== undefined && quiet > w.stallMs) {
-      return { ok: false, reason: 'stalled', detail: `no log output for ${Math.round(quiet / 1000)} s (stall timeout): stuck loading?`, ms: elapsed() };
+      return {
+        ok: false,
+        reason: 'stalled',
+        detail: `no log output for ${Math.round(quiet / 1000)} s (stall timeout): stuck loading?`,
+        ms: elapsed(),
+      };
     }
     const hung = await w.hung?.();
     if (hung) return { ok: false, reason: 'stalled', detail: hung, ms: elapsed() };
@@ -86,7 +112,8 @@ export async function waitReady(w: ReadyWatch): Promise<ReadyResult> {
         listed = answered && ids.includes(w.servedName);
       }
       const mine = await w.ours?.();
-      if (mine === false) foreign = `the server answering on ${w.url} is not the process sparkctl started (another process holds the port)`;
+      if (mine === false)
+        foreign = `the server answering on ${w.url} is not the process sparkctl started (another process holds the port)`;
       else if (listed) {
         // The log lines written just before the server answered (uvicorn's "Application startup
         // complete" comes before it serves) are read too, so the last phases are not lost to the race.

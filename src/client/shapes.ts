@@ -4,7 +4,15 @@
 import { z } from 'zod';
 import { createParser } from 'eventsource-parser';
 
-export { servedModels, completionAnswer, tokenizeAnswer, errorMessage, type ServedModel, type CompletionAnswer, type Checked } from './answers.js';
+export {
+  servedModels,
+  completionAnswer,
+  tokenizeAnswer,
+  errorMessage,
+  type ServedModel,
+  type CompletionAnswer,
+  type Checked,
+} from './answers.js';
 import type { Checked } from './answers.js';
 
 // ---- generations: what a real client would refuse is refused here too --------------------------
@@ -15,7 +23,9 @@ const count = z
   .int()
   .nonnegative()
   .max(2 ** 31);
-const OpenAIUsage = z.object({ prompt_tokens: count, completion_tokens: count, total_tokens: count.optional() }).passthrough();
+const OpenAIUsage = z
+  .object({ prompt_tokens: count, completion_tokens: count, total_tokens: count.optional() })
+  .passthrough();
 const finish = z.string().nullish();
 
 // ---- Anthropic Messages streams (vLLM's /v1/messages, what Claude Code reads) ----------------
@@ -24,7 +34,14 @@ const AnthropicUsage = z.object({ input_tokens: count.optional(), output_tokens:
 const Block = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text'), text: z.string() }).passthrough(),
   z.object({ type: z.literal('thinking'), thinking: z.string() }).passthrough(),
-  z.object({ type: z.literal('tool_use'), id: z.string().min(1), name: z.string().min(1), input: z.record(z.unknown()) }).passthrough(),
+  z
+    .object({
+      type: z.literal('tool_use'),
+      id: z.string().min(1),
+      name: z.string().min(1),
+      input: z.record(z.unknown()),
+    })
+    .passthrough(),
 ]);
 const Delta = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text_delta'), text: z.string() }).passthrough(),
@@ -37,16 +54,33 @@ const MessagesEvent = z.discriminatedUnion('type', [
   z
     .object({
       type: z.literal('message_start'),
-      message: z.object({ id: z.string(), type: z.literal('message'), role: z.literal('assistant'), content: z.array(z.unknown()), model: z.string(), usage: AnthropicUsage }).passthrough(),
+      message: z
+        .object({
+          id: z.string(),
+          type: z.literal('message'),
+          role: z.literal('assistant'),
+          content: z.array(z.unknown()),
+          model: z.string(),
+          usage: AnthropicUsage,
+        })
+        .passthrough(),
     })
     .passthrough(),
   z.object({ type: z.literal('content_block_start'), index, content_block: Block }).passthrough(),
   z.object({ type: z.literal('content_block_delta'), index, delta: Delta }).passthrough(),
   z.object({ type: z.literal('content_block_stop'), index }).passthrough(),
-  z.object({ type: z.literal('message_delta'), delta: z.object({ stop_reason: z.string().nullable() }).passthrough(), usage: AnthropicUsage }).passthrough(),
+  z
+    .object({
+      type: z.literal('message_delta'),
+      delta: z.object({ stop_reason: z.string().nullable() }).passthrough(),
+      usage: AnthropicUsage,
+    })
+    .passthrough(),
   z.object({ type: z.literal('message_stop') }).passthrough(),
   z.object({ type: z.literal('ping') }).passthrough(),
-  z.object({ type: z.literal('error'), error: z.object({ type: z.string(), message: z.string() }).passthrough() }).passthrough(),
+  z
+    .object({ type: z.literal('error'), error: z.object({ type: z.string(), message: z.string() }).passthrough() })
+    .passthrough(),
 ]);
 type MessagesEvent = z.infer<typeof MessagesEvent>;
 
@@ -96,10 +130,13 @@ export function readMessagesStream(text: string): Checked<MessagesStream> {
     const r = MessagesEvent.safeParse(e.json);
     if (!r.success) {
       const where = r.error.issues[0];
-      return fail(`event ${k + 1} is not a Messages event (${where ? `${where.path.join('.') || 'data'}: ${where.message}` : '?'}): ${JSON.stringify(e.data.slice(0, 80))}`);
+      return fail(
+        `event ${k + 1} is not a Messages event (${where ? `${where.path.join('.') || 'data'}: ${where.message}` : '?'}): ${JSON.stringify(e.data.slice(0, 80))}`,
+      );
     }
     const ev = r.data;
-    if (e.event !== undefined && e.event !== ev.type) return fail(`event ${k + 1}: "event: ${e.event}" carries a ${ev.type}`);
+    if (e.event !== undefined && e.event !== ev.type)
+      return fail(`event ${k + 1}: "event: ${e.event}" carries a ${ev.type}`);
     if (stopped) return fail(`${ev.type} after message_stop`);
     if (k === 0 && ev.type !== 'message_start') return fail(`the stream starts with ${ev.type}, not message_start`);
     switch (ev.type) {
@@ -107,16 +144,35 @@ export function readMessagesStream(text: string): Checked<MessagesStream> {
         return fail(`the stream carries an error event: ${ev.error.type}: ${ev.error.message}`);
       case 'content_block_start':
         if (ev.index !== blocks.length) return fail(`content_block_start index ${ev.index}, expected ${blocks.length}`);
-        if (blocks.some((b) => b.open)) return fail(`content_block_start ${ev.index} while block ${blocks.length - 1} is open`);
-        blocks.push({ type: ev.content_block.type, text: '', name: 'name' in ev.content_block ? String(ev.content_block.name) : undefined, open: true });
+        if (blocks.some((b) => b.open))
+          return fail(`content_block_start ${ev.index} while block ${blocks.length - 1} is open`);
+        blocks.push({
+          type: ev.content_block.type,
+          text: '',
+          name: 'name' in ev.content_block ? String(ev.content_block.name) : undefined,
+          open: true,
+        });
         break;
       case 'content_block_delta': {
         const b = blocks[ev.index];
         if (!b?.open) return fail(`content_block_delta for block ${ev.index}, which is not open`);
         const d = ev.delta;
-        const want = b.type === 'tool_use' ? 'input_json_delta' : b.type === 'thinking' ? ['thinking_delta', 'signature_delta'] : 'text_delta';
-        if (Array.isArray(want) ? !want.includes(d.type) : d.type !== want) return fail(`a ${d.type} in a ${b.type} block`);
-        b.text += d.type === 'text_delta' ? d.text : d.type === 'thinking_delta' ? d.thinking : d.type === 'input_json_delta' ? d.partial_json : '';
+        const want =
+          b.type === 'tool_use'
+            ? 'input_json_delta'
+            : b.type === 'thinking'
+              ? ['thinking_delta', 'signature_delta']
+              : 'text_delta';
+        if (Array.isArray(want) ? !want.includes(d.type) : d.type !== want)
+          return fail(`a ${d.type} in a ${b.type} block`);
+        b.text +=
+          d.type === 'text_delta'
+            ? d.text
+            : d.type === 'thinking_delta'
+              ? d.thinking
+              : d.type === 'input_json_delta'
+                ? d.partial_json
+                : '';
         break;
       }
       case 'content_block_stop': {
@@ -129,7 +185,8 @@ export function readMessagesStream(text: string): Checked<MessagesStream> {
           } catch {
             return fail(`the tool_use block's input is not JSON: ${JSON.stringify(b.text.slice(0, 80))}`);
           }
-          if (!b.input || typeof b.input !== 'object' || Array.isArray(b.input)) return fail(`the tool_use block's input is not an object: ${JSON.stringify(b.text.slice(0, 80))}`);
+          if (!b.input || typeof b.input !== 'object' || Array.isArray(b.input))
+            return fail(`the tool_use block's input is not an object: ${JSON.stringify(b.text.slice(0, 80))}`);
         }
         break;
       }
@@ -145,7 +202,10 @@ export function readMessagesStream(text: string): Checked<MessagesStream> {
     }
   }
   if (!stopped) return fail(`the stream ends without message_stop (last: ${evs.at(-1)!.data.slice(0, 60)})`);
-  return { ok: true, value: { stopReason: stopReason ?? null, outputTokens, blocks: blocks.map(({ open: _o, ...b }) => b) } };
+  return {
+    ok: true,
+    value: { stopReason: stopReason ?? null, outputTokens, blocks: blocks.map(({ open: _o, ...b }) => b) },
+  };
 }
 
 interface ChatStream {
@@ -172,7 +232,10 @@ const ChatChunk = z
                     .object({
                       index: z.number().int().nonnegative(),
                       id: z.string().nullish(),
-                      function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }).passthrough().nullish(),
+                      function: z
+                        .object({ name: z.string().nullish(), arguments: z.string().nullish() })
+                        .passthrough()
+                        .nullish(),
                     })
                     .passthrough(),
                 )
@@ -187,19 +250,25 @@ const ChatChunk = z
   })
   .passthrough();
 
-/** A streamed chat completion as the OpenAI SDK reads it: chunks of the right shape, [DONE] last, the usage chunk (choices []) before it. */
+/**
+ * A streamed chat completion as the OpenAI SDK reads it: chunks of the right shape, [DONE] last, the usage chunk
+ * (choices []) before it.
+ */
 export function readChatStream(text: string, wantUsage: boolean): Checked<ChatStream> {
   const evs = sseEvents(text);
   const fail = (problem: string): Checked<ChatStream> => ({ ok: false, problem });
   if (!evs.length) return fail('the stream is empty');
-  if (evs.at(-1)!.data !== '[DONE]') return fail(`the stream does not end with data: [DONE] (last: ${evs.at(-1)!.data.slice(0, 60)})`);
+  if (evs.at(-1)!.data !== '[DONE]')
+    return fail(`the stream does not end with data: [DONE] (last: ${evs.at(-1)!.data.slice(0, 60)})`);
   const out: ChatStream = { finishReason: null, content: '', toolCalls: [] };
   const chunks = evs.slice(0, -1);
   for (const [k, e] of chunks.entries()) {
     const r = ChatChunk.safeParse(e.json);
     if (!r.success) {
       const where = r.error.issues[0];
-      return fail(`chunk ${k + 1} is not a chat.completion.chunk (${where ? `${where.path.join('.') || 'data'}: ${where.message}` : '?'}): ${JSON.stringify(e.data.slice(0, 80))}`);
+      return fail(
+        `chunk ${k + 1} is not a chat.completion.chunk (${where ? `${where.path.join('.') || 'data'}: ${where.message}` : '?'}): ${JSON.stringify(e.data.slice(0, 80))}`,
+      );
     }
     const c = r.data;
     if (c.usage) out.usage = c.usage;

@@ -38,9 +38,19 @@ export function sleepLevelFromMetrics(text: string): SleepLevel | undefined {
 export async function readSleep(url: string, timeoutMs = 2000): Promise<SleepReading> {
   const r = await http(`${url}/is_sleeping`, { timeoutMs });
   if (!r.ok) return { state: 'unreachable', detail: r.message, ms: r.ms };
-  if (r.status === 404) return { state: 'unsupported', detail: 'no /is_sleeping route: the server runs without VLLM_SERVER_DEV_MODE=1 (server.sleepMode)', ms: r.ms };
+  if (r.status === 404)
+    return {
+      state: 'unsupported',
+      detail: 'no /is_sleeping route: the server runs without VLLM_SERVER_DEV_MODE=1 (server.sleepMode)',
+      ms: r.ms,
+    };
   const flag = r.status === 200 ? parseIsSleeping(r.json) : undefined;
-  if (flag === undefined) return { state: 'unsupported', detail: `/is_sleeping answered HTTP ${r.status} ${JSON.stringify(r.body.slice(0, 80))}`, ms: r.ms };
+  if (flag === undefined)
+    return {
+      state: 'unsupported',
+      detail: `/is_sleeping answered HTTP ${r.status} ${JSON.stringify(r.body.slice(0, 80))}`,
+      ms: r.ms,
+    };
   if (!flag) return { state: 'awake', ms: r.ms };
   const m = await http(`${url}/metrics`, { timeoutMs, maxBytes: 4 * 1024 * 1024 });
   const level = m.ok && m.status === 200 ? sleepLevelFromMetrics(m.body) : undefined;
@@ -54,24 +64,32 @@ async function post(url: string, timeoutMs: number, body?: unknown): Promise<Sle
   if (!r.ok) return { ok: false, detail: r.message, ms: r.ms };
   if (r.status !== 200) {
     const msg = (r.json as { error?: { message?: unknown } } | undefined)?.error?.message;
-    return { ok: false, status: r.status, detail: `HTTP ${r.status}${typeof msg === 'string' ? `: ${msg.slice(0, 200)}` : ''}`, ms: r.ms };
+    return {
+      ok: false,
+      status: r.status,
+      detail: `HTTP ${r.status}${typeof msg === 'string' ? `: ${msg.slice(0, 200)}` : ''}`,
+      ms: r.ms,
+    };
   }
   return { ok: true, ms: r.ms };
 }
 
 /** POST /sleep. mode wait: the requests running finish first (vLLM's default, abort, would end them). */
-export function requestSleep(url: string, level: SleepLevel, o: { mode?: 'wait' | 'abort'; timeoutMs: number }): Promise<SleepCall> {
+export function requestSleep(
+  url: string,
+  level: SleepLevel,
+  o: { mode?: 'wait' | 'abort'; timeoutMs: number },
+): Promise<SleepCall> {
   return post(`${url}/sleep?level=${level}&mode=${o.mode ?? 'wait'}`, o.timeoutMs);
 }
 
 /**
- * Wake a server. Level 1: POST /wake_up, every tag; vLLM answers once the engine is awake. Level 2 discarded the weights, and a plain wake_up maps their memory back empty (the engine
- * then answers "!!!!"): vLLM's docs' sequence instead, each step waited for: wake_up?tags=weights,
- * POST /collective_rpc {"method":"reload_weights"} (the weights read again in place), then
- * wake_up?tags=kv_cache (scheduling resumes), and POST /reset_prefix_cache, so no block computed
- * before the reload is ever reused (vLLM's sleep drops it already; this holds for any version).
- * A level not known (no gauge before vLLM 0.12) gets the same sequence; a 404 of the two dev routes
- * is then passed over.
+ * Wake a server. Level 1: POST /wake_up, every tag; vLLM answers once the engine is awake. Level 2 discarded the
+ * weights, and a plain wake_up maps their memory back empty (the engine then answers "!!!!"): vLLM's docs' sequence
+ * instead, each step waited for: wake_up?tags=weights, POST /collective_rpc {"method":"reload_weights"} (the weights
+ * read again in place), then wake_up?tags=kv_cache (scheduling resumes), and POST /reset_prefix_cache, so no block
+ * computed before the reload is ever reused (vLLM's sleep drops it already; this holds for any version). A level not
+ * known (no gauge before vLLM 0.12) gets the same sequence; a 404 of the two dev routes is then passed over.
  */
 export async function requestWake(url: string, timeoutMs: number, level?: SleepLevel): Promise<SleepCall> {
   // level not known (a vLLM before 0.12 has no sleep gauge): the level-2 sequence, which wakes a level 1 as well
@@ -89,7 +107,10 @@ export async function requestWake(url: string, timeoutMs: number, level?: SleepL
     // an older vLLM without the route, asleep at a level it does not say: its weights are (most likely) in CPU memory
     if (!r.ok && r.status === 404 && level === undefined && !what.includes('tags=')) continue;
     if (!r.ok) {
-      const hint = what.includes('collective_rpc') && r.status === 404 ? ' (this vLLM has no /collective_rpc route: a level-2 sleep cannot get its weights back; restart the server)' : '';
+      const hint =
+        what.includes('collective_rpc') && r.status === 404
+          ? ' (this vLLM has no /collective_rpc route: a level-2 sleep cannot get its weights back; restart the server)'
+          : '';
       return { ...r, detail: `level-2 wake, ${what}: ${r.detail}${hint}`, ms: Math.round(performance.now() - t0) };
     }
   }

@@ -20,7 +20,11 @@ async function healthy(inst: Instance, timeoutMs: number): Promise<boolean> {
 }
 
 /** The live, proven instances of `profile` in this state folder, or undefined when none runs. */
-export async function alreadyRunning(stateDir: string, profile: string, timeoutMs = 2000): Promise<AlreadyRunning | undefined> {
+export async function alreadyRunning(
+  stateDir: string,
+  profile: string,
+  timeoutMs = 2000,
+): Promise<AlreadyRunning | undefined> {
   const live = new Registry(stateDir)
     .list()
     .filter((x) => x.alive && x.inst.profile === profile)
@@ -28,5 +32,9 @@ export async function alreadyRunning(stateDir: string, profile: string, timeoutM
   const replicas = live.filter((x) => x.role !== 'router').sort((a, b) => a.replica - b.replica);
   if (!replicas.length) return undefined;
   const checks = await Promise.all(replicas.map((x) => healthy(x, timeoutMs)));
-  return { replicas, router: live.find((x) => x.role === 'router'), unhealthy: replicas.filter((_, i) => !checks[i]).map((x) => x.name) };
+  return {
+    replicas,
+    router: live.find((x) => x.role === 'router'),
+    unhealthy: replicas.filter((_, i) => !checks[i]).map((x) => x.name),
+  };
 }

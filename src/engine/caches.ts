@@ -104,7 +104,10 @@ export function ensureCaches(plan: CachePlan, root = cacheRoot()): void {
 
 function relParts(base: string, dir: string): string[] {
   const r = resolve(dir);
-  if (!r.startsWith(base + sep)) throw new UsageError(`cache folder ${dir} is not under ${base}`, ['leave SPARKCTL_CACHE_DIR out, or name a folder of your own']);
+  if (!r.startsWith(base + sep))
+    throw new UsageError(`cache folder ${dir} is not under ${base}`, [
+      'leave SPARKCTL_CACHE_DIR out, or name a folder of your own',
+    ]);
   return r.slice(base.length + 1).split(sep);
 }
 
@@ -119,10 +122,12 @@ function makeOwnDir(d: string): void {
     st = lstatSync(d);
   }
   const fix = `remove it (sparkctl cache rm, or rm -r ${d}) and start again; sparkctl makes its cache folders itself`;
-  if (st.isSymbolicLink()) throw new UsageError(`cache folder ${d} is a symbolic link: sparkctl never writes through one`, [fix]);
+  if (st.isSymbolicLink())
+    throw new UsageError(`cache folder ${d} is a symbolic link: sparkctl never writes through one`, [fix]);
   if (!st.isDirectory()) throw new UsageError(`cache folder ${d} is not a folder`, [fix]);
   if (!mine(st)) throw new UsageError(`cache folder ${d} belongs to uid ${st.uid}, not to this user`, [fix]);
-  if (st.mode & 0o022) throw new UsageError(`cache folder ${d} is writable by others (mode ${(st.mode & 0o777).toString(8)})`, [fix]);
+  if (st.mode & 0o022)
+    throw new UsageError(`cache folder ${d} is writable by others (mode ${(st.mode & 0o777).toString(8)})`, [fix]);
 }
 
 export interface CacheEntry {
@@ -186,7 +191,15 @@ export function listCaches(root = cacheRoot(), profile?: string): CacheEntry[] {
       const dir = join(base, p, v);
       const t = treeSize(dir);
       const parts = Object.fromEntries(dirsOf(dir).map((s) => [s, treeSize(join(dir, s)).bytes]));
-      out.push({ profile: p, version: v, dir, bytes: t.bytes, files: t.files, ...(t.newest ? { lastUsed: new Date(t.newest).toISOString() } : {}), parts });
+      out.push({
+        profile: p,
+        version: v,
+        dir,
+        bytes: t.bytes,
+        files: t.files,
+        ...(t.newest ? { lastUsed: new Date(t.newest).toISOString() } : {}),
+        parts,
+      });
     }
   }
   return out.sort((a, b) => a.profile.localeCompare(b.profile) || a.version.localeCompare(b.version));

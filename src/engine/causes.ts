@@ -17,7 +17,10 @@ export type Rank = 'cause' | 'symptom' | 'consequence' | 'generic';
 export interface Signature {
   id: string;
   rank: Rank;
-  /** a line (or lines) as vLLM or the runtime prints it: docs/failure-causes.md shows what sparkctl says for it, a test holds that it is classified as this id */
+  /**
+   * a line (or lines) as vLLM or the runtime prints it: docs/failure-causes.md shows what sparkctl says for it, a test
+   * holds that it is classified as this id
+   */
   example: string;
   /** matched against the normalised log (process prefixes stripped); \s+ where users' pastes wrap lines */
   re: RegExp;
@@ -82,15 +85,18 @@ export const SIGNATURES: Signature[] = [
     rank: 'cause',
     example:
       "ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be stored in KV cache (2400). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-    // V0 (0.2-0.6): "The model's max seq len (8192) is larger than the maximum number of tokens that can be stored in KV cache (2400)"
+    // V0 (0.2-0.6): "The model's max seq len (8192) is larger than the maximum number of tokens that can be stored in
+    // KV cache (2400)"
     re: /max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)/,
     cause: (m) => `max model len ${m[1]} is larger than the KV cache holds (${m[2]} tokens)`,
-    fix: (m) => `--set engine.maxModelLen=${m[2]} (what the KV cache holds), or raise engine.gpuMemoryUtilization, or a larger TP`,
+    fix: (m) =>
+      `--set engine.maxModelLen=${m[2]} (what the KV cache holds), or raise engine.gpuMemoryUtilization, or a larger TP`,
   },
   {
     id: 'max-model-len-above-model',
     rank: 'cause',
-    example: "ValueError: User-specified max_model_len (65536) is greater than the derived max_model_len (max_position_embeddings=40960 or model_max_length=None in model's config.json).",
+    example:
+      "ValueError: User-specified max_model_len (65536) is greater than the derived max_model_len (max_position_embeddings=40960 or model_max_length=None in model's config.json).",
     re: /User-specified max_model_len \((\d+)\) is greater than the derived max_model_len \(([^)]*)\)/,
     cause: (m) => `max model len ${m[1]} is above what the model was trained for (${m[2]})`,
     fix: (m) => {
@@ -101,46 +107,56 @@ export const SIGNATURES: Signature[] = [
   {
     id: 'no-kv-cache',
     rank: 'cause',
-    example: 'ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.',
+    example:
+      'ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.',
     re: /No available memory for the cache blocks/,
     cause: () => 'no room left for the KV cache after the weights',
-    fix: () => 'raise engine.gpuMemoryUtilization, raise TP (weights spread over more GPUs), or quantize (engine.quantization: fp8)',
+    fix: () =>
+      'raise engine.gpuMemoryUtilization, raise TP (weights spread over more GPUs), or quantize (engine.quantization: fp8)',
   },
   {
     id: 'gpu-memory-taken',
     rank: 'cause',
     example:
       'ValueError: Free memory on device cuda:0 (31.44/79.25 GiB) on startup is less than desired GPU memory utilization (0.92, 72.91 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.',
-    // 0.9-0.10: "Free memory on device (31.44/47.38 GiB) on startup is less than desired ..." (no device name);
-    // later: "Free memory on device cuda:0 (...)". The start-up line of newer vLLM without "is less than" is no failure.
+    // 0.9-0.10: "Free memory on device (31.44/47.38 GiB) on startup is less than desired ..." (no device name); later:
+    // "Free memory on device cuda:0 (...)". The start-up line of newer vLLM without "is less than" is no failure.
     re: /Free memory on device (?:(\S+) )?\(([\d.]+)\/([\d.]+) GiB\) on startup is less than desired GPU memory utilization \(([\d.]+), ([\d.]+) GiB\)/,
-    cause: (m) => `GPU memory is already taken: ${m[1] ?? 'the GPU'} has ${m[2]} of ${m[3]} GiB free, vLLM wants ${m[5]} GiB (${m[4]} of it)`,
-    fix: () => 'sparkctl preflight --only gpu.processes to see who holds it; stop it, or lower engine.gpuMemoryUtilization (DGX Spark: drop the page cache first)',
+    cause: (m) =>
+      `GPU memory is already taken: ${m[1] ?? 'the GPU'} has ${m[2]} of ${m[3]} GiB free, vLLM wants ${m[5]} GiB (${m[4]} of it)`,
+    fix: () =>
+      'sparkctl preflight --only gpu.processes to see who holds it; stop it, or lower engine.gpuMemoryUtilization (DGX Spark: drop the page cache first)',
   },
   {
     id: 'sampler-warmup-oom',
     rank: 'cause',
-    example: 'RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.',
+    example:
+      'RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.',
     re: /CUDA out of memory occurred when warming up sampler with (\d+)\s+dummy\s+requests/,
     cause: (m) => `out of GPU memory warming up the sampler with ${m[1]} requests (max_num_seqs)`,
-    fix: (m) => `--set engine.maxNumSeqs=${Math.max(1, Math.floor(Number(m[1]) / 2))}, or lower engine.gpuMemoryUtilization so the sampler has room outside vLLM's budget`,
+    fix: (m) =>
+      `--set engine.maxNumSeqs=${Math.max(1, Math.floor(Number(m[1]) / 2))}, or lower engine.gpuMemoryUtilization so the sampler has room outside vLLM's budget`,
   },
   {
     id: 'cuda-graph-oom',
     rank: 'cause',
-    example: 'Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 40%\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.',
+    example:
+      'Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 40%\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.',
     re: /(?:RuntimeError: CUDA error: out of memory|torch\.(?:cuda\.)?OutOfMemoryError: CUDA out of memory)/,
     near: /capture_end|torch\.cuda\.graph\(|Capturing CUDA graph|capture_model|cudagraph/i,
     cause: () => 'out of GPU memory while capturing CUDA graphs (they live outside gpu_memory_utilization)',
-    fix: () => 'lower engine.gpuMemoryUtilization (leave 1-3 GiB for the graphs), or engine.enforceEager: true, or a smaller engine.maxNumSeqs',
+    fix: () =>
+      'lower engine.gpuMemoryUtilization (leave 1-3 GiB for the graphs), or engine.enforceEager: true, or a smaller engine.maxNumSeqs',
   },
   {
     id: 'cuda-oom',
     rank: 'cause',
-    example: 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 79.25 GiB of which 1.02 GiB is free.',
+    example:
+      'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 79.25 GiB of which 1.02 GiB is free.',
     re: /(?:(?:torch\.OutOfMemoryError|torch\.cuda\.OutOfMemoryError): CUDA out of memory\.?\s*(Tried to allocate [\d.]+ \w+)?|RuntimeError: CUDA error: out of memory)/,
     cause: (m) => `out of GPU memory while loading${m[1] ? ` (${m[1]})` : ''}`,
-    fix: () => 'lower engine.gpuMemoryUtilization or engine.maxModelLen, raise TP, or quantize; check nothing else holds the GPUs (sparkctl preflight --only gpu.)',
+    fix: () =>
+      'lower engine.gpuMemoryUtilization or engine.maxModelLen, raise TP, or quantize; check nothing else holds the GPUs (sparkctl preflight --only gpu.)',
   },
   // ---- driver, device, install ------------------------------------------------------------------
   {
@@ -149,31 +165,40 @@ export const SIGNATURES: Signature[] = [
     example: 'RuntimeError: CUDA driver version is insufficient for CUDA runtime version',
     re: /CUDA driver version is insufficient for CUDA runtime version/,
     cause: () => 'the driver is older than the CUDA runtime PyTorch/vLLM were built for',
-    fix: () => 'sparkctl preflight --only driver. ; upgrade the driver or install the vLLM/PyTorch build for the CUDA the driver supports',
+    fix: () =>
+      'sparkctl preflight --only driver. ; upgrade the driver or install the vLLM/PyTorch build for the CUDA the driver supports',
   },
   {
     id: 'driver-too-old',
     rank: 'cause',
-    example: 'RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 804: forward compatibility was attempted on non supported HW',
+    example:
+      'RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 804: forward compatibility was attempted on non supported HW',
     re: /Error 804: forward compatibility was attempted on non supported HW/,
-    cause: () => "the image's CUDA is newer than the host driver, and CUDA forward compatibility does not work on this GPU (Error 804)",
-    fix: () => 'upgrade the host driver to one that supports the CUDA of the vLLM build (sparkctl preflight --only driver.), or use a vLLM image built for an older CUDA',
+    cause: () =>
+      "the image's CUDA is newer than the host driver, and CUDA forward compatibility does not work on this GPU (Error 804)",
+    fix: () =>
+      'upgrade the host driver to one that supports the CUDA of the vLLM build (sparkctl preflight --only driver.), or use a vLLM image built for an older CUDA',
   },
   {
     id: 'driver-too-old',
     rank: 'cause',
-    example: 'RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 803: system has unsupported display driver / cuda driver combination',
+    example:
+      'RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 803: system has unsupported display driver / cuda driver combination',
     re: /Error 803: system has unsupported display driver \/ cuda driver combination/,
-    cause: () => 'the CUDA user-space driver does not match the kernel driver (Error 803: a container compat library or a half-finished driver upgrade)',
-    fix: () => 'reboot after a driver upgrade, or remove the cuda-compat libraries from LD_LIBRARY_PATH in the image; sparkctl preflight --only driver.',
+    cause: () =>
+      'the CUDA user-space driver does not match the kernel driver (Error 803: a container compat library or a half-finished driver upgrade)',
+    fix: () =>
+      'reboot after a driver upgrade, or remove the cuda-compat libraries from LD_LIBRARY_PATH in the image; sparkctl preflight --only driver.',
   },
   {
     id: 'driver-too-old',
     rank: 'cause',
-    example: 'RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your GPU driver.',
+    example:
+      'RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your GPU driver.',
     re: /The NVIDIA driver on your system is too old \(found version (\d+)\)/,
     cause: (m) => `the driver supports CUDA ${cudaOf(m[1]!)} only; this PyTorch/vLLM was built for a newer CUDA`,
-    fix: () => 'upgrade the driver (sparkctl preflight --only driver.), or install the torch/vLLM wheels built for the CUDA the driver supports',
+    fix: () =>
+      'upgrade the driver (sparkctl preflight --only driver.), or install the torch/vLLM wheels built for the CUDA the driver supports',
   },
   {
     id: 'driver-too-old',
@@ -182,7 +207,8 @@ export const SIGNATURES: Signature[] = [
     // A missing CUDA *driver* API symbol (cuTensorMapEncodeTiled, ...): libcuda is older than the build.
     re: /undefined symbol: (cu[A-Z]\w+)/,
     cause: (m) => `the driver lacks ${m[1]}: it is older than the CUDA vLLM was built for`,
-    fix: () => 'upgrade the driver (sparkctl preflight --only driver.), or install the vLLM build for the CUDA the driver supports',
+    fix: () =>
+      'upgrade the driver (sparkctl preflight --only driver.), or install the vLLM build for the CUDA the driver supports',
   },
   {
     id: 'no-device',
@@ -196,19 +222,23 @@ export const SIGNATURES: Signature[] = [
   {
     id: 'broken-install',
     rank: 'cause',
-    example: 'ImportError: /opt/venv/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi',
+    example:
+      'ImportError: /opt/venv/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi',
     re: /(?:ImportError|OSError)?:? ?(\S*\.so[\w.]*): undefined symbol: (\S+)/,
-    cause: (m) => `a compiled extension does not match the installed torch/CUDA (${m[1]!.split('/').pop()}: undefined symbol ${m[2]!.slice(0, 60)})`,
+    cause: (m) =>
+      `a compiled extension does not match the installed torch/CUDA (${m[1]!.split('/').pop()}: undefined symbol ${m[2]!.slice(0, 60)})`,
     fix: () =>
       'reinstall vLLM and its compiled dependencies (flash-attn, xformers) for the installed torch in a clean venv (pip install --force-reinstall vllm==<version>); never mix torch upgrades with a prebuilt vLLM',
   },
   {
     id: 'broken-install',
     rank: 'symptom',
-    example: "WARNING 06-01 10:00:00 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')",
+    example:
+      "WARNING 06-01 10:00:00 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')",
     re: /Failed to import from vllm\._C with (?:ImportError|ModuleNotFoundError)\((['"])(.*?)\1\)/,
     cause: (m) => `vLLM's compiled extension does not load (${m[2]})`,
-    fix: () => 'reinstall vLLM for the installed torch/CUDA in a clean venv; a source checkout needs its build (pip install -e .) and must not shadow the installed package',
+    fix: () =>
+      'reinstall vLLM for the installed torch/CUDA in a clean venv; a source checkout needs its build (pip install -e .) and must not shadow the installed package',
   },
   {
     id: 'model-architecture',
@@ -216,13 +246,15 @@ export const SIGNATURES: Signature[] = [
     example: "ValueError: Model architectures ['Qwen3_5ForConditionalGeneration'] are not supported for now.",
     re: /Model architectures? \[([^\]]*)\] (?:are|is) not supported/,
     cause: (m) => `this vLLM cannot load the architecture ${m[1]}`,
-    fix: () => 'check the architecture is supported by the installed vLLM (pip show vllm; upgrade if it is newer); a broken install hides supported ones: look for an ImportError above it',
+    fix: () =>
+      'check the architecture is supported by the installed vLLM (pip show vllm; upgrade if it is newer); a broken install hides supported ones: look for an ImportError above it',
   },
   // ---- model source -------------------------------------------------------------------------------
   {
     id: 'gated-repo',
     rank: 'cause',
-    example: 'huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.',
+    example:
+      'huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.',
     re: /GatedRepoError|Cannot access gated repo|You are trying to access a gated repo|401 Client Error/,
     cause: () => 'the Hugging Face Hub refused access (401): a gated or private repository, or a missing/invalid token',
     fix: () =>
@@ -231,9 +263,11 @@ export const SIGNATURES: Signature[] = [
   {
     id: 'hub-unreachable',
     rank: 'cause',
-    example: 'huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find the requested files in the local cache.',
+    example:
+      'huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find the requested files in the local cache.',
     re: /host=\\?'huggingface\.co\\?', port=443\): Max retries exceeded|OfflineModeIsEnabled|We couldn't connect to 'https:\/\/huggingface\.co'|LocalEntryNotFoundError|Failed to resolve \\?'huggingface\.co/,
-    cause: () => 'the Hugging Face Hub cannot be reached (offline host, DNS or proxy) and the model is not in the local cache',
+    cause: () =>
+      'the Hugging Face Hub cannot be reached (offline host, DNS or proxy) and the model is not in the local cache',
     fix: () =>
       'download the model where there is network (sparkctl pull ORG/NAME, or hf download) and set model.path, or set HF_HUB_OFFLINE=1 with the model already in the cache; check the proxy settings',
   },
@@ -243,7 +277,8 @@ export const SIGNATURES: Signature[] = [
     example: "OSError: Invalid repository ID or local directory specified: '/models/qwen3-200b'.",
     re: /(Invalid repository ID or local directory specified: '[^']*'|HFValidationError: Repo id must[^:]*: '[^']*'|Repository Not Found|RepositoryNotFoundError|is not a local folder and is not a valid model identifier|No such file or directory: '[^']*config\.json')/,
     cause: (m) => `the model could not be found (${m[1]})`,
-    fix: () => 'check model.id / model.path (a local path must exist on every node and hold config.json); download it first on hosts without network',
+    fix: () =>
+      'check model.id / model.path (a local path must exist on every node and hold config.json); download it first on hosts without network',
   },
   // ---- parallelism ---------------------------------------------------------------------------------
   {
@@ -252,12 +287,14 @@ export const SIGNATURES: Signature[] = [
     example: 'ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).',
     re: /Total number of attention heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)/,
     cause: (m) => `the model's ${m[1]} attention heads cannot be split over ${m[2]} GPUs`,
-    fix: (m) => `--set parallel.tensor=N with N one of ${divisorsUpTo(Number(m[1]), 8).join(', ')} (add pipeline parallel or replicas for the other GPUs)`,
+    fix: (m) =>
+      `--set parallel.tensor=N with N one of ${divisorsUpTo(Number(m[1]), 8).join(', ')} (add pipeline parallel or replicas for the other GPUs)`,
   },
   {
     id: 'pp-unsupported',
     rank: 'cause',
-    example: 'NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the `SupportsPP` interface.',
+    example:
+      'NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the `SupportsPP` interface.',
     re: /Pipeline parallelism is not supported for this model/,
     cause: () => "this vLLM has no pipeline parallel support for the model's architecture",
     fix: () => '--set parallel.pipeline=1 and use tensor parallel (or replicas); a newer vLLM may support it',
@@ -275,19 +312,24 @@ export const SIGNATURES: Signature[] = [
   {
     id: 'rendezvous-unreachable',
     rank: 'cause',
-    example: 'torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to connect to (192.168.100.10, 29501).',
+    example:
+      'torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to connect to (192.168.100.10, 29501).',
     re: /DistNetworkError: The client socket has timed out after (\d+)ms while trying to connect to \(([^,\s]+), (\d+)\)/,
-    cause: (m) => `this rank could not reach the head's rendezvous at ${m[2]}:${m[3]} within ${Math.round(Number(m[1]) / 1000)} s (torch.distributed's store, hosted by rank 0)`,
+    cause: (m) =>
+      `this rank could not reach the head's rendezvous at ${m[2]}:${m[3]} within ${Math.round(Number(m[1]) / 1000)} s (torch.distributed's store, hosted by rank 0)`,
     fix: (m) =>
       `check that rank 0 runs on the head and listens on ${m[3]}, that this node reaches ${m[2]} (route, firewall, the fabric link), and that --master-addr is the head's fabric address: sparkctl preflight --nodes FILE`,
   },
   {
     id: 'rendezvous-incomplete',
     rank: 'cause',
-    example: 'torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 24/32 clients joined.',
+    example:
+      'torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 24/32 clients joined.',
     re: /DistStoreError: Timed out after (\d+) seconds waiting for clients\. (\d+)\/(\d+) clients joined/,
-    cause: (m) => `only ${m[2]} of ${m[3]} ranks joined the head's rendezvous in ${m[1]} s: a node's vLLM did not start, or cannot reach the head`,
-    fix: () => "sparkctl preflight --nodes FILE (each node reaches the head over the fabric); read the workers' logs for their own error",
+    cause: (m) =>
+      `only ${m[2]} of ${m[3]} ranks joined the head's rendezvous in ${m[1]} s: a node's vLLM did not start, or cannot reach the head`,
+    fix: () =>
+      "sparkctl preflight --nodes FILE (each node reaches the head over the fabric); read the workers' logs for their own error",
   },
   // ---- dtype, quantization --------------------------------------------------------------------------
   {
@@ -302,10 +344,13 @@ export const SIGNATURES: Signature[] = [
   {
     id: 'quantization-unsupported',
     rank: 'cause',
-    example: 'ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 80. Current capability: 75.',
+    example:
+      'ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 80. Current capability: 75.',
     re: /The quantization method (\S+) is not supported for the current GPU\. Minimum capability: (\d+)\. Current capability: (\d+)/,
-    cause: (m) => `${m[1]} quantization needs compute capability ${(Number(m[2]) / 10).toFixed(1)}, this GPU has ${(Number(m[3]) / 10).toFixed(1)}`,
-    fix: () => 'drop engine.quantization (or pick one this GPU supports: awq/gptq on Ampere), or use a model quantized for this GPU',
+    cause: (m) =>
+      `${m[1]} quantization needs compute capability ${(Number(m[2]) / 10).toFixed(1)}, this GPU has ${(Number(m[3]) / 10).toFixed(1)}`,
+    fix: () =>
+      'drop engine.quantization (or pick one this GPU supports: awq/gptq on Ampere), or use a model quantized for this GPU',
   },
   // ---- command line ---------------------------------------------------------------------------------
   {
@@ -322,15 +367,18 @@ export const SIGNATURES: Signature[] = [
     example: 'vllm: error: unrecognized arguments: --disable-log-requests',
     re: /unrecognized arguments: (.+)/,
     cause: (m) => `this vLLM does not know the flag(s) ${m[1]!.trim()}`,
-    fix: () => 'set engine.vllmVersion to the installed vLLM (`pip show vllm`) so the flags are rendered for it, or remove the flag from engine.extraArgs',
+    fix: () =>
+      'set engine.vllmVersion to the installed vLLM (`pip show vllm`) so the flags are rendered for it, or remove the flag from engine.extraArgs',
   },
   {
     id: 'invalid-argument',
     rank: 'cause',
-    example: "vllm: error: argument --kv-cache-dtype: invalid choice: 'bfloat16' (choose from 'auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2')",
+    example:
+      "vllm: error: argument --kv-cache-dtype: invalid choice: 'bfloat16' (choose from 'auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2')",
     re: /error: argument ([-\w/]+): (invalid choice: '[^']*'|ambiguous option[^\n]*|expected one argument|invalid \w+ value: '[^']*')/,
     cause: (m) => `this vLLM rejects ${m[1]}: ${m[2]}`,
-    fix: () => 'set engine.vllmVersion to the installed vLLM so values are checked for it (sparkctl serve --dry-run), or fix the value in the profile',
+    fix: () =>
+      'set engine.vllmVersion to the installed vLLM so values are checked for it (sparkctl serve --dry-run), or fix the value in the profile',
   },
   // ---- the container runtime (docker 20-28, podman 4.3: what they print when `run` fails) --------------
   {
@@ -340,15 +388,18 @@ export const SIGNATURES: Signature[] = [
     // docker --pull=never: "No such image: X"; podman --pull=never: "Error: X: image not known"
     re: /No such image: (\S+?)\.?$|Error: (\S+): image not known/m,
     cause: (m) => `the image ${m[1] ?? m[2]} is not on this host (serve never pulls on its own)`,
-    fix: (m) => `pull it once: docker pull ${m[1] ?? m[2]} (or podman pull), or serve --pull; offline: docker load / podman load a saved image`,
+    fix: (m) =>
+      `pull it once: docker pull ${m[1] ?? m[2]} (or podman pull), or serve --pull; offline: docker load / podman load a saved image`,
   },
   {
     id: 'container-no-gpu-driver',
     rank: 'cause',
     example: 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
     re: /could not select device driver "[^"]*" with capabilities: \[\[gpu\]\]/,
-    cause: () => 'docker has no GPU device driver: the NVIDIA Container Toolkit is not installed or not configured for docker',
-    fix: () => 'install nvidia-container-toolkit, then nvidia-ctk runtime configure --runtime=docker && systemctl restart docker',
+    cause: () =>
+      'docker has no GPU device driver: the NVIDIA Container Toolkit is not installed or not configured for docker',
+    fix: () =>
+      'install nvidia-container-toolkit, then nvidia-ctk runtime configure --runtime=docker && systemctl restart docker',
   },
   {
     id: 'cdi-device-not-found',
@@ -356,7 +407,8 @@ export const SIGNATURES: Signature[] = [
     example: 'Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=0',
     re: /unresolvable CDI devices? ([^\n]+)/,
     cause: (m) => `podman cannot resolve the CDI device(s) ${m[1]!.trim()}: no CDI spec lists them`,
-    fix: () => 'generate the spec: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (again after a driver update); nvidia-ctk cdi list shows the device names',
+    fix: () =>
+      'generate the spec: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (again after a driver update); nvidia-ctk cdi list shows the device names',
   },
   {
     id: 'container-name-in-use',
@@ -365,12 +417,14 @@ export const SIGNATURES: Signature[] = [
       'docker: Error response from daemon: Conflict. The container name "/sparkctl-qwen3.5-9b-0" is already in use by container "4f3c2a". You have to remove (or rename) that container to be able to reuse that name.',
     re: /container name "\/?([^"]+)" is already in use/,
     cause: (m) => `a container named ${m[1]} already exists (a leftover of an earlier run, or not sparkctl's)`,
-    fix: (m) => `sparkctl status / sparkctl stop (if it is ours), else look at it: docker ps -a --filter name=${m[1]}, and remove it by hand (docker rm ${m[1]}) if it is not needed`,
+    fix: (m) =>
+      `sparkctl status / sparkctl stop (if it is ours), else look at it: docker ps -a --filter name=${m[1]}, and remove it by hand (docker rm ${m[1]}) if it is not needed`,
   },
   {
     id: 'port-in-use',
     rank: 'cause',
-    example: 'docker: Error response from daemon: driver failed programming external connectivity on endpoint sparkctl-qwen3.5-9b-0: Bind for 0.0.0.0:8000 failed: port is already allocated.',
+    example:
+      'docker: Error response from daemon: driver failed programming external connectivity on endpoint sparkctl-qwen3.5-9b-0: Bind for 0.0.0.0:8000 failed: port is already allocated.',
     // docker's port allocator (another container publishes it), its userland proxy (a host process
     // holds it: seen with docker.io 20.10), podman's rootlessport
     re: /Bind for \S+ failed: port is already allocated|Error starting userland proxy: listen tcp[46]? \S+: bind: address already in use|rootlessport listen tcp \S+: bind: address already in use/,
@@ -404,20 +458,26 @@ export const STALL_SIGNATURES: StallSignature[] = [
     example:
       "INFO 06-01 10:00:00 [ray_utils.py:339] Waiting for creating a placement group of specs for 30 seconds. specs=[{'GPU': 1.0, 'node:10.0.0.10': 0.001}, {'GPU': 1.0}]. Check `ray status` and `ray list nodes` to see if you have enough resources.",
     re: /Waiting for creating a placement group of specs for (\d+) seconds\. specs=(\[[^\]]*\])/,
-    cause: (m) => `Ray cannot place the workers: waiting ${m[1]} s for ${m[2]} (fewer free GPUs in the Ray cluster than TP x PP, or a node registered under another IP)`,
-    fix: () => 'ray status on the head (free GPUs vs TP x PP); every node must join with VLLM_HOST_IP = the address Ray uses; sparkctl preflight --nodes FILE',
+    cause: (m) =>
+      `Ray cannot place the workers: waiting ${m[1]} s for ${m[2]} (fewer free GPUs in the Ray cluster than TP x PP, or a node registered under another IP)`,
+    fix: () =>
+      'ray status on the head (free GPUs vs TP x PP); every node must join with VLLM_HOST_IP = the address Ray uses; sparkctl preflight --nodes FILE',
   },
   {
     id: 'p2p-hang',
-    example: 'INFO 06-01 10:00:00 [custom_all_reduce_utils.py:244] generating GPU P2P access cache in /root/.cache/vllm/gpu_p2p_access_cache_for_0,1.json',
+    example:
+      'INFO 06-01 10:00:00 [custom_all_reduce_utils.py:244] generating GPU P2P access cache in /root/.cache/vllm/gpu_p2p_access_cache_for_0,1.json',
     re: /generating GPU P2P access cache|custom_all_reduce[\w.]*:\d+\]|vLLM is using nccl==[\d.]+|Found nccl from library|NCCL INFO/,
-    cause: () => 'the GPUs hang in NCCL / peer-to-peer set-up (P2P access check, custom all-reduce or communicator init): PCIe P2P is broken or blocked (ACS/IOMMU, no P2P on this GPU)',
-    fix: () => 'sparkctl preflight --only gpu.topology,nccl. ; try once with env NCCL_P2P_DISABLE=1 and engine.extraArgs [--disable-custom-all-reduce]; disable ACS / set iommu=pt in the BIOS/kernel',
+    cause: () =>
+      'the GPUs hang in NCCL / peer-to-peer set-up (P2P access check, custom all-reduce or communicator init): PCIe P2P is broken or blocked (ACS/IOMMU, no P2P on this GPU)',
+    fix: () =>
+      'sparkctl preflight --only gpu.topology,nccl. ; try once with env NCCL_P2P_DISABLE=1 and engine.extraArgs [--disable-custom-all-reduce]; disable ACS / set iommu=pt in the BIOS/kernel',
   },
 ];
 
 /** vLLM, Ray and docker prefixes before the message: "(VllmWorker rank=3 pid=1090) ", "vllm-1  | ", "[2026-..Z] ". */
-const PREFIX = /^(?:\s*\[\d{4}-\d\d-\d\dT[\d:.]+Z?\]\s*|\s*[\w.-]+-\d+\s+\|\s?|\s*\((?:[A-Za-z_][\w]*)(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)\s?)+/;
+const PREFIX =
+  /^(?:\s*\[\d{4}-\d\d-\d\dT[\d:.]+Z?\]\s*|\s*[\w.-]+-\d+\s+\|\s?|\s*\((?:[A-Za-z_][\w]*)(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)\s?)+/;
 
 /** A log line without its process/container prefixes (the message vLLM wrote). */
 export function stripPrefixes(line: string): string {

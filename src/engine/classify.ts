@@ -74,7 +74,12 @@ export function classifyLog(text: string): Cause | undefined {
   SIGNATURES.forEach((sig, order) => {
     const h = firstHit(sig, order, norm, lines, starts);
     if (!h) return;
-    if (!best || RANK_ORDER[h.sig.rank] < RANK_ORDER[best.sig.rank] || (RANK_ORDER[h.sig.rank] === RANK_ORDER[best.sig.rank] && (h.line < best.line || (h.line === best.line && h.order < best.order))))
+    if (
+      !best ||
+      RANK_ORDER[h.sig.rank] < RANK_ORDER[best.sig.rank] ||
+      (RANK_ORDER[h.sig.rank] === RANK_ORDER[best.sig.rank] &&
+        (h.line < best.line || (h.line === best.line && h.order < best.order)))
+    )
       best = h;
   });
   if (!best) return undefined;
@@ -116,7 +121,8 @@ export function phaseOf(line: string): string | undefined {
   let m: RegExpExecArray | null;
   if ((m = /Loading safetensors checkpoint shards:\s+(\d+)%/.exec(line))) return `loading weights ${m[1]}%`;
   // "Model loading took 8.3819 GiB and 12.5 seconds" (0.8-0.10) and "... took 8.38 GiB memory and 12.5 seconds" (later)
-  if ((m = /(?:Model loading|Loading model weights) took ([\d.]+) G(?:i)?B/.exec(line))) return `weights loaded (${Number(m[1]).toFixed(1)} GiB)`;
+  if ((m = /(?:Model loading|Loading model weights) took ([\d.]+) G(?:i)?B/.exec(line)))
+    return `weights loaded (${Number(m[1]).toFixed(1)} GiB)`;
   if ((m = /GPU KV cache size: ([\d,]+) tokens/.exec(line))) return `KV cache ${m[1]} tokens`;
   if ((m = /Capturing CUDA graphs.*?(\d+)%/.exec(line))) return `CUDA graphs ${m[1]}%`;
   if (/init engine .* took/.test(line)) return 'engine ready';

@@ -31,7 +31,10 @@ export interface Diagnosis {
   fix?: string;
   /** the log line the cause was read from */
   evidence?: string;
-  /** the lines that show it: the last lines of this launch's log (never an earlier run's); over nodes each may name its node, or be `ray status` */
+  /**
+   * the lines that show it: the last lines of this launch's log (never an earlier run's); over nodes each may name its
+   * node, or be `ray status`
+   */
   lastLines: string[];
   /** over nodes: the node it happened on (absent: this host, or no one node) */
   node?: string;
@@ -64,7 +67,12 @@ export function diagnose(result: NotReady, log: string, keepLines = 20): Diagnos
     .slice(-keepLines);
   // A log cause explains an exit; a stall or a timeout is explained by itself unless the log says more.
   // A stall or a timeout: where the log stopped may name the hang (Ray placement group, P2P/NCCL).
-  const c = result.reason === 'interrupted' ? undefined : result.reason === 'stalled' || result.reason === 'timeout' ? classifyStall(log) : classifyLog(log);
+  const c =
+    result.reason === 'interrupted'
+      ? undefined
+      : result.reason === 'stalled' || result.reason === 'timeout'
+        ? classifyStall(log)
+        : classifyLog(log);
   if (c) return { ...result, causeId: c.id, cause: c.cause, fix: c.fix, evidence: c.evidence, lastLines };
   const e = EXPLAIN[result.reason];
   return { ...result, causeId: result.reason, cause: e?.cause, fix: e?.fix, lastLines };
@@ -74,6 +82,18 @@ export function diagnose(result: NotReady, log: string, keepLines = 20): Diagnos
  * A failure with no launch log to classify (over nodes: a refusal, a node's start, a launch over
  * ssh, the cluster's wait): its reason is its cause id, as diagnose does for an unexplained reason.
  */
-export function failedBefore(reason: 'refused' | 'not-started' | 'interrupted', detail: string, lastLines: string[], more: { fix?: string; node?: string } = {}): Diagnosis {
-  return { reason, detail, causeId: reason, ...(more.fix === undefined ? {} : { fix: more.fix }), lastLines, ...(more.node === undefined ? {} : { node: more.node }) };
+export function failedBefore(
+  reason: 'refused' | 'not-started' | 'interrupted',
+  detail: string,
+  lastLines: string[],
+  more: { fix?: string; node?: string } = {},
+): Diagnosis {
+  return {
+    reason,
+    detail,
+    causeId: reason,
+    ...(more.fix === undefined ? {} : { fix: more.fix }),
+    lastLines,
+    ...(more.node === undefined ? {} : { node: more.node }),
+  };
 }

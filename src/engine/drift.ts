@@ -22,16 +22,36 @@ interface Drift {
 }
 
 /** Pure: a container on another image than its profile's pin (undefined: the same, or nothing to compare). */
-export function imageDrift(name: string, profile: string, runningId: string | undefined, recordImage: string | undefined, pins: PinFile | undefined): Drift | undefined {
+export function imageDrift(
+  name: string,
+  profile: string,
+  runningId: string | undefined,
+  recordImage: string | undefined,
+  pins: PinFile | undefined,
+): Drift | undefined {
   const pin = pins?.current;
   if (!pin?.imagePinned) return undefined;
   const where = `the pin ${pin.imagePinned}${pin.image && pin.image !== pin.imagePinned ? ` (from ${pin.image}, ${pin.at})` : ''}`;
   if (runningId && pin.imageId) {
     if (runningId === pin.imageId) return undefined;
-    return { name, profile, kind: 'image', runs: runningId, pinned: pin.imageId, line: `${name} runs image ${runningId.slice(0, 12)}, not ${where} (image ${pin.imageId.slice(0, 12)})` };
+    return {
+      name,
+      profile,
+      kind: 'image',
+      runs: runningId,
+      pinned: pin.imageId,
+      line: `${name} runs image ${runningId.slice(0, 12)}, not ${where} (image ${pin.imageId.slice(0, 12)})`,
+    };
   }
   if (recordImage && recordImage !== pin.imagePinned)
-    return { name, profile, kind: 'image', runs: recordImage, pinned: pin.imagePinned, line: `${name} was started from ${recordImage}, not ${where}` };
+    return {
+      name,
+      profile,
+      kind: 'image',
+      runs: recordImage,
+      pinned: pin.imagePinned,
+      line: `${name} was started from ${recordImage}, not ${where}`,
+    };
   return undefined;
 }
 
@@ -43,7 +63,10 @@ export function imageDrift(name: string, profile: string, runningId: string | un
 export async function driftOf(
   entries: readonly Entry[],
   stateDir: string,
-  deps: { imageId?: (t: RuntimeTarget) => Promise<string | undefined>; fingerprint?: (bin: string) => Promise<VllmFingerprint | undefined> } = {},
+  deps: {
+    imageId?: (t: RuntimeTarget) => Promise<string | undefined>;
+    fingerprint?: (bin: string) => Promise<VllmFingerprint | undefined>;
+  } = {},
 ): Promise<{ drift: Drift[]; unreadable: string[] }> {
   const fingerprint = deps.fingerprint ?? ((bin: string) => vllmFingerprint(bin));
   const pinsOf = new Map<string, PinFile | undefined>();
@@ -87,8 +110,15 @@ export async function driftOf(
   return { drift: out.filter((d): d is Drift => d !== undefined), unreadable: [...new Set(unreadable)] };
 }
 
-/** Pure: each rank of a cluster on another image than the profile's pin, as its node's runtime answered (undefined: not read). */
-export function clusterImageDrift(profile: string, ranks: Array<{ node: string; rank: number; imageId: string | undefined }>, pins: PinFile | undefined): Drift[] {
+/**
+ * Pure: each rank of a cluster on another image than the profile's pin, as its node's runtime answered (undefined: not
+ * read).
+ */
+export function clusterImageDrift(
+  profile: string,
+  ranks: Array<{ node: string; rank: number; imageId: string | undefined }>,
+  pins: PinFile | undefined,
+): Drift[] {
   const pin = pins?.current;
   if (!pin?.imageId) return [];
   const where = `the pin ${pin.imagePinned ?? pin.imageId}${pin.image && pin.image !== pin.imagePinned ? ` (from ${pin.image}, ${pin.at})` : ''}`;
@@ -105,11 +135,11 @@ export function clusterImageDrift(profile: string, ranks: Array<{ node: string; 
 }
 
 /**
- * Every multi-node server in containers whose ranks run another image than the profile's pin: each
- * rank's container asked on its node, by the ID its launch got back (one ssh per rank, bounded).
- * `answerOf` returns what the node's runtime printed, as it came (undefined: no answer); it is read
- * here, by the one rule for an image ID (runtime/ops.ts imageIdOf, as for a container on this host): anything but 64 hex
- * is no answer. A node that does not answer is passed over (status shows it unknown).
+ * Every multi-node server in containers whose ranks run another image than the profile's pin: each rank's container
+ * asked on its node, by the ID its launch got back (one ssh per rank, bounded). `answerOf` returns what the node's
+ * runtime printed, as it came (undefined: no answer); it is read here, by the one rule for an image ID (runtime/ops.ts
+ * imageIdOf, as for a container on this host): anything but 64 hex is no answer. A node that does not answer is passed
+ * over (status shows it unknown).
  */
 export async function clustersDrift(
   records: readonly ClusterRecord[],
@@ -123,7 +153,9 @@ export async function clustersDrift(
   const unreadable: string[] = [];
   const out = await Promise.all(
     records.map(async (rec) => {
-      const refs = (rec.ranks ?? []).map((r) => ({ r, ref: refOf(r) })).filter((x): x is { r: (typeof x)['r']; ref: NodeContainerRef } => x.ref !== undefined);
+      const refs = (rec.ranks ?? [])
+        .map((r) => ({ r, ref: refOf(r) }))
+        .filter((x): x is { r: (typeof x)['r']; ref: NodeContainerRef } => x.ref !== undefined);
       if (!refs.length) return [];
       let pins: PinFile | undefined;
       try {
@@ -133,7 +165,13 @@ export async function clustersDrift(
         return [];
       }
       if (!pins?.current.imageId) return [];
-      const ranks = await Promise.all(refs.map(async ({ r, ref }) => ({ node: r.node, rank: r.rank, imageId: await imageOf(rec, ref).catch(() => undefined) })));
+      const ranks = await Promise.all(
+        refs.map(async ({ r, ref }) => ({
+          node: r.node,
+          rank: r.rank,
+          imageId: await imageOf(rec, ref).catch(() => undefined),
+        })),
+      );
       return clusterImageDrift(rec.profile, ranks, pins);
     }),
   );

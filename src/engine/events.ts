@@ -12,12 +12,32 @@ import type { StartReport } from './phases.js';
 /** `node`: where it happened, for a server over nodes (absent: this host). */
 export type ServeEvent =
   /** a server's process started (over nodes: a rank, or Ray's vLLM on the head) */
-  | { type: 'launched'; replica: string; pid: number; port: number; uds?: string; gpus: number[]; logFile: string; node?: string; rank?: number }
+  | {
+      type: 'launched';
+      replica: string;
+      pid: number;
+      port: number;
+      uds?: string;
+      gpus: number[];
+      logFile: string;
+      node?: string;
+      rank?: number;
+    }
   | { type: 'phase'; replica: string; phase: string; node?: string }
   /** over nodes, `cluster` is what served: the nodes and GPUs the ranks or Ray joined */
-  | { type: 'ready'; replica: string; url: string; ms: number; node?: string; cluster?: { nodes: number; gpus: number } }
+  | {
+      type: 'ready';
+      replica: string;
+      url: string;
+      ms: number;
+      node?: string;
+      cluster?: { nodes: number; gpus: number };
+    }
   /** where the start's time went (phases.ts), once the first token came back (or the start failed) */
-  /** over nodes: one per rank (native) or per node whose lines Ray forwarded (Ray), `rank` and `node` naming it; rank 0 is the server's */
+  /**
+   * over nodes: one per rank (native) or per node whose lines Ray forwarded (Ray), `rank` and `node` naming it; rank 0
+   * is the server's
+   */
   | { type: 'start'; replica: string; report: StartReport; rank?: number; node?: string }
   /** what was done to make the start fast: caches, read-ahead, the loader (each a sentence) */
   | { type: 'cold-start'; notes: string[] }
@@ -111,7 +131,10 @@ export interface RouterOutcome {
   logFile: string;
   /** each replica as HAProxy sees it once it started */
   servers: Array<{ name: string; port: number; state: string }>;
-  /** how HAProxy reaches the replicas: Unix sockets in a 0700 folder, or loopback ports and why (profiles/router.ts hopInWords) */
+  /**
+   * how HAProxy reaches the replicas: Unix sockets in a 0700 folder, or loopback ports and why (profiles/router.ts
+   * hopInWords)
+   */
   hop?: string;
   /** why it did not start */
   failure?: string;

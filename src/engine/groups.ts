@@ -30,7 +30,9 @@ export interface ServerGroup {
    * registered before the next), 'after-head' (a worker: together, once the head is up)
    */
   starts: 'first' | 'after-previous' | 'after-head';
-  /** what runs on its node before the group's vLLM: Ray's `ray start` (the head's must answer before any worker starts) */
+  /**
+   * what runs on its node before the group's vLLM: Ray's `ray start` (the head's must answer before any worker starts)
+   */
   before?: 'ray-start';
   /** whether a vLLM of its own runs in the group (a Ray worker's GPUs are the head's vLLM's, through Ray) */
   vllm: boolean;
@@ -123,8 +125,11 @@ export async function launchInOrder<H>(
   }
   const together = groups.filter((x) => x.starts === 'after-head');
   if (cancel?.aborted) return { refs };
-  // a launch that throws (a bug) must not hide the ones beside it that started: each is told to `started` (the caller stops it) before the throw goes on
-  const rest = await Promise.all(together.map(async (g) => ({ g, r: await launch(g).catch((thrown: unknown) => ({ thrown })) })));
+  // a launch that throws (a bug) must not hide the ones beside it that started: each is told to `started` (the caller
+  // stops it) before the throw goes on
+  const rest = await Promise.all(
+    together.map(async (g) => ({ g, r: await launch(g).catch((thrown: unknown) => ({ thrown })) })),
+  );
   const failed: Array<{ g: ServerGroup; error: string; evidence: string[] }> = [];
   const threw: unknown[] = [];
   for (const { g, r } of rest) {

@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { loadProfile, parseProfile, loadPlatform, DEFAULT_PLATFORM, type LoadedProfile } from '../profiles/load.js';
 import { resolveLoaded, hostShapeFromGpus, readModelFor, readText, type Resolved } from '../profiles/resolve.js';
 import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
-import { profileForModel, clusterProfileForModel, modelTarget, pickModelPort, type ModelTarget } from '../profiles/from-model.js';
+import {
+  profileForModel,
+  clusterProfileForModel,
+  modelTarget,
+  pickModelPort,
+  type ModelTarget,
+} from '../profiles/from-model.js';
 import { parseListeningPorts } from '../host/parse.js';
 import { Registry } from './registry.js';
 import { readModel, type ModelRead } from '../model/read.js';
@@ -14,7 +20,14 @@ import type { ModelFacts } from '../model/facts.js';
 import { familySettings } from '../profiles/families.js';
 import { valueStatus } from '../profiles/vllm-flags.js';
 import type { GpuFact } from '../host/gpu-facts.js';
-import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision, type VersionGuess, statedOnly } from './vllm-version.js';
+import {
+  installedVllm,
+  decideVersion,
+  type InstalledVllm,
+  type VersionDecision,
+  type VersionGuess,
+  statedOnly,
+} from './vllm-version.js';
 import { versionGuess } from './version-guess.js';
 import { isPep440 } from '../profiles/versions.js';
 import { stateDir } from '../util/paths.js';
@@ -22,7 +35,16 @@ import { traitsOfProfile } from './runtime/traits.js';
 import { UsageError } from '../errors.js';
 import { commandLine } from '../output/format.js';
 import { readTextOrNullSync } from '../util/read.js';
-import { decideImagePin, inspectForPin, isPinnedRef, lockFileOf, lockFix, lockNotWritable, pinsAt, type ImagePinDecision } from './pins.js';
+import {
+  decideImagePin,
+  inspectForPin,
+  isPinnedRef,
+  lockFileOf,
+  lockFix,
+  lockNotWritable,
+  pinsAt,
+  type ImagePinDecision,
+} from './pins.js';
 
 interface PlanReadOptions {
   profiles?: string;
@@ -44,7 +66,10 @@ interface PlanReadOptions {
   loaded?: LoadedProfile;
   /** the shape to plan for, given (plan --nodes: the nodes file's GPUs): no GPU of this host is read */
   host?: HostShape;
-  /** what an earlier prepare of the same name read (serve: before its preflight): planned again from it, nothing read twice but the GPUs */
+  /**
+   * what an earlier prepare of the same name read (serve: before its preflight): planned again from it, nothing read
+   * twice but the GPUs
+   */
   prior?: Prepared['read'];
   /**
    * runtime container: the image runs as pinned (pins.ts decideImagePin) from this state folder's pin
@@ -69,15 +94,29 @@ export interface Prepared extends Resolved {
     /** its content id, as read (the start caches are kept per image by it) */
     id?: string;
   };
-  /** what was read to plan it (the profile file, the model's files, the installed vLLM, the image): a second plan starts from here */
-  read: { loaded?: LoadedProfile; target?: ModelTarget; modelRead: ModelRead; installed?: InstalledVllm; image?: Awaited<ReturnType<typeof imageVersion>>; pin?: ImagePinDecision };
+  /**
+   * what was read to plan it (the profile file, the model's files, the installed vLLM, the image): a second plan starts
+   * from here
+   */
+  read: {
+    loaded?: LoadedProfile;
+    target?: ModelTarget;
+    modelRead: ModelRead;
+    installed?: InstalledVllm;
+    image?: Awaited<ReturnType<typeof imageVersion>>;
+    pin?: ImagePinDecision;
+  };
   /** runtime container with `pin`: what the profile's image reference runs as, and why */
   imagePin?: ImagePinDecision;
 }
 
 /** The host's GPUs through the typed GpuFact path (nvidia-smi --query-gpu, bounded); undefined when none answer. */
 async function readHostGpus(timeoutMs = 1500): Promise<GpuFact[] | undefined> {
-  const [{ readGpuRows }, { gpuFacts }, { RealHost }] = await Promise.all([import('../health/gpu.js'), import('../host/gpu-facts.js'), import('../host/real.js')]);
+  const [{ readGpuRows }, { gpuFacts }, { RealHost }] = await Promise.all([
+    import('../health/gpu.js'),
+    import('../host/gpu-facts.js'),
+    import('../host/real.js'),
+  ]);
   const rows = await readGpuRows(new RealHost(timeoutMs), timeoutMs);
   if (!rows?.length) return undefined;
   return gpuFacts({ gpus: rows, computeApps: [] });
@@ -98,10 +137,13 @@ function loadTarget(name: string, opts: PlanReadOptions): { loaded?: LoadedProfi
     return { loaded: loadProfile(name, { profilesDir: opts.profiles, sets: opts.set }) };
   } catch (e) {
     const looksLikeFolder = name.includes('/') && isFolder(name);
-    const target = e instanceof UsageError && /^unknown profile/.test(e.message) ? modelTarget(name, looksLikeFolder) : undefined;
+    const target =
+      e instanceof UsageError && /^unknown profile/.test(e.message) ? modelTarget(name, looksLikeFolder) : undefined;
     if (!target) throw e;
     if (target.path && !existsSync(join(target.path, 'config.json')))
-      throw new UsageError(`${name}: a folder without a config.json`, ['give the folder that holds the model (config.json and the weights), a hub id such as Qwen/Qwen3-8B, or a profile name']);
+      throw new UsageError(`${name}: a folder without a config.json`, [
+        'give the folder that holds the model (config.json and the weights), a hub id such as Qwen/Qwen3-8B, or a profile name',
+      ]);
     return { target };
   }
 }
@@ -111,10 +153,12 @@ function hostLine(host: HostShape, platformName: string): string {
   const name = host.gpuName ?? 'GPU';
   if (host.gpusSource === 'detected')
     return `this host: ${host.gpus} x ${name}, ${gib} GiB each (read from nvidia-smi${host.memoryFlag ? '; the memory from --gpu-memory' : ''})${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
-  if (host.multiNode) return `${host.nodes} nodes x ${host.gpusPerNode ?? host.gpus} x ${name}, ${gib} GiB each (the nodes file; platform ${platformName})`;
+  if (host.multiNode)
+    return `${host.nodes} nodes x ${host.gpusPerNode ?? host.gpus} x ${name}, ${gib} GiB each (the nodes file; platform ${platformName})`;
   if (host.gpusSource === 'flag' && host.read)
     return `this host's ${name}, ${gib} GiB each (read from nvidia-smi${host.memoryFlag ? '; the memory from --gpu-memory' : ''}), counted as ${host.gpus} (--gpus)${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
-  if (host.gpusSource === 'flag') return `${host.gpus} x ${gib} GiB GPUs (--gpus${platformName ? `, platform ${platformName}` : ''})`;
+  if (host.gpusSource === 'flag')
+    return `${host.gpus} x ${gib} GiB GPUs (--gpus${platformName ? `, platform ${platformName}` : ''})`;
   return `platform ${platformName}: ${host.gpus} x ${name}, ${gib} GiB each (not read from this host)`;
 }
 
@@ -128,12 +172,23 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
   // where the vLLM that will run comes from, by the profile's runtime: the host's install or the image
-  const fromImage = (p?: LoadedProfile['profile']) => traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
+  const fromImage = (p?: LoadedProfile['profile']) =>
+    traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
   const [modelRead, gpus, installed] = await Promise.all([
     // a model not read before (serve --pull fetches it between the two plans) is read now
-    prior?.modelRead.facts ? prior.modelRead : loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
-    opts.gpuFacts ? Promise.resolve(opts.gpuFacts) : askHost ? readHostGpus(opts.gpuTimeoutMs) : Promise.resolve(undefined),
-    prior || fromImage(loaded?.profile) ? Promise.resolve(prior?.installed) : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
+    prior?.modelRead.facts
+      ? prior.modelRead
+      : loaded
+        ? readModelFor(loaded.profile)
+        : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
+    opts.gpuFacts
+      ? Promise.resolve(opts.gpuFacts)
+      : askHost
+        ? readHostGpus(opts.gpuTimeoutMs)
+        : Promise.resolve(undefined),
+    prior || fromImage(loaded?.profile)
+      ? Promise.resolve(prior?.installed)
+      : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
   const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? DEFAULT_PLATFORM);
   let host = opts.host ?? (gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined);
@@ -141,17 +196,25 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   let lp = loaded;
   if (!lp) {
     if (!modelRead.facts) {
-      throw new UsageError(`${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`, [
-        target!.id
-          ? `download it first: sparkctl pull ${target!.id} (--config-only is enough to plan; then run this again: sparkctl reads the Hugging Face cache offline)`
-          : 'give the folder that holds config.json',
-        modelRead.searched.length ? `looked at: ${modelRead.searched.join(', ')}` : 'or name a profile: sparkctl profiles list',
-      ]);
+      throw new UsageError(
+        `${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`,
+        [
+          target!.id
+            ? `download it first: sparkctl pull ${target!.id} (--config-only is enough to plan; then run this again: sparkctl reads the Hugging Face cache offline)`
+            : 'give the folder that holds config.json',
+          modelRead.searched.length
+            ? `looked at: ${modelRead.searched.join(', ')}`
+            : 'or name a profile: sparkctl profiles list',
+        ],
+      );
     }
     let shape = host ?? hostFromPlatform(platform, opts.gpus);
     if (opts.gpuMemoryBytes) shape = { ...shape, gpuMemoryBytes: opts.gpuMemoryBytes };
     const choice = profileForModel(target!, modelRead.facts, shape, { unified: platform.gpu.unifiedMemory });
-    generated = { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why };
+    generated = {
+      target: target!,
+      why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why,
+    };
     const file = `(generated for ${name})`;
     lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
     if (opts.pickPort && !(opts.set ?? []).some((x) => x.startsWith('server.port='))) {
@@ -164,27 +227,54 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     }
   }
   // the image as pinned: the profile's reference replaced by what its pin says runs (never a moved tag)
-  const pin = fromImage(lp.profile) && opts.pin ? (prior?.pin ?? (await imagePinFor(lp.profile, lp.file, platform, opts.pin))) : undefined;
-  if (pin && pin.run !== pin.ref) lp = { ...lp, profile: (await import('./runtime/container.js')).withContainerImage(lp.profile, pin.run) };
+  const pin =
+    fromImage(lp.profile) && opts.pin
+      ? (prior?.pin ?? (await imagePinFor(lp.profile, lp.file, platform, opts.pin)))
+      : undefined;
+  if (pin && pin.run !== pin.ref)
+    lp = { ...lp, profile: (await import('./runtime/container.js')).withContainerImage(lp.profile, pin.run) };
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
   // (a profile generated for a model is chosen afresh for the host now seen: its image is read for it)
-  const read = fromImage(lp.profile) ? (prior?.image && !generated ? prior.image : await imageVersion(lp.profile, platform, sim)) : undefined;
+  const read = fromImage(lp.profile)
+    ? prior?.image && !generated
+      ? prior.image
+      : await imageVersion(lp.profile, platform, sim)
+    : undefined;
   // the one guess where no vLLM is read, the same for every verb
   const guess = versionGuess(lp.profile, platform);
   const asked = lp.profile.engine.vllmVersion;
-  const ownVllm = installed ?? (read ? undefined : await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
+  const ownVllm =
+    installed ??
+    (read
+      ? undefined
+      : await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
   const found = read?.installed ?? ownVllm!;
   const actual = sim ? simPlays(asked, read ? { bin: 'the simulator' } : found, guess) : found;
   const vllm = decideVersion(asked, actual, guess);
   if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
   let profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   // a model id gets its family's parsers, as its recipes give them, where this vLLM has them
-  if (generated && modelRead.facts) profile = withFamily(profile, modelRead.facts, vllm.version, generated.why, opts.set ?? [], thinkTokensIn(modelRead.dir), toolCallTokensIn(modelRead.dir));
+  if (generated && modelRead.facts)
+    profile = withFamily(
+      profile,
+      modelRead.facts,
+      vllm.version,
+      generated.why,
+      opts.set ?? [],
+      thinkTokensIn(modelRead.dir),
+      toolCallTokensIn(modelRead.dir),
+    );
   if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes, memoryFlag: true };
   const r = resolveLoaded(
     { profile, file: lp.file },
-    { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
+    {
+      gpus: opts.gpus,
+      platform: opts.platform ?? (generated ? undefined : lp.profile.platform),
+      gpuMemoryBytes: opts.gpuMemoryBytes,
+      host,
+      modelRead,
+    },
   );
   return {
     ...r,
@@ -198,8 +288,16 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   };
 }
 
-/** The pin decision for the image a profile would run (undefined where there is no image or no CLI to read it: the plan says why). */
-async function imagePinFor(p: LoadedProfile['profile'], file: string | undefined, platform: { name: string }, x: { stateDir: string; repin?: boolean }): Promise<ImagePinDecision | undefined> {
+/**
+ * The pin decision for the image a profile would run (undefined where there is no image or no CLI to read it: the plan
+ * says why).
+ */
+async function imagePinFor(
+  p: LoadedProfile['profile'],
+  file: string | undefined,
+  platform: { name: string },
+  x: { stateDir: string; repin?: boolean },
+): Promise<ImagePinDecision | undefined> {
   const { imageFor, detectCli, containerCliArgs } = await import('./runtime/container.js');
   const { ofCli } = await import('./runtime/index.js');
   let ref: string;
@@ -214,7 +312,9 @@ async function imagePinFor(p: LoadedProfile['profile'], file: string | undefined
   // the one reader: the lock file beside the profile where the operator keeps one (pinnedIn: lockfile)
   const lock = lockFileOf(p, file);
   const at = pinsAt(x.stateDir, p.name, lock);
-  const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(images, containerCliArgs(p), ref);
+  const inspected = isPinnedRef(ref)
+    ? { error: 'pinned by reference' }
+    : await inspectForPin(images, containerCliArgs(p), ref);
   const d = decideImagePin(ref, at.file, inspected, x.repin);
   // a pin to be written where sparkctl may not write: refused now, before anything starts
   if (d.state !== 'given' && d.state !== 'kept' && d.state !== 'unpinned') {
@@ -249,7 +349,8 @@ function portsTaken(profile: string): Map<number, string> {
     } catch {
       /* refused (past the bound): what was read from the registry stands */
     }
-    for (const p of parseListeningPorts(text)) if (!out.has(p) && !own.has(p)) out.set(p, 'listened on by another process');
+    for (const p of parseListeningPorts(text))
+      if (!out.has(p) && !own.has(p)) out.set(p, 'listened on by another process');
   }
   return out;
 }
@@ -259,7 +360,15 @@ function portsTaken(profile: string): Map<number, string> {
  * where the target vLLM's registry has it (a name it lacks would stop vLLM at its start) and the
  * operator did not --set it; `why` says what was added, from where, and what was left out.
  */
-export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: ModelFacts, version: string, why: string[], sets: string[], think?: boolean, toolCall?: boolean): P {
+export function withFamily<P extends LoadedProfile['profile']>(
+  p: P,
+  facts: ModelFacts,
+  version: string,
+  why: string[],
+  sets: string[],
+  think?: boolean,
+  toolCall?: boolean,
+): P {
   const fam = familySettings(facts);
   if (!fam) return p;
   const engine = { ...p.engine };
@@ -270,17 +379,23 @@ export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: Mode
   ] as const) {
     if (!value || sets.some((x) => x.startsWith(`engine.${key}=`)) || engine[key]) continue;
     if (valueStatus(version, flag, value) === 'no') {
-      why.push(`${fam.family}: its recipes use ${flag} ${value}, which vLLM ${version} does not have: left out (a newer vLLM has it)`);
+      why.push(
+        `${fam.family}: its recipes use ${flag} ${value}, which vLLM ${version} does not have: left out (a newer vLLM has it)`,
+      );
       continue;
     }
     // vLLM's <think>-splitting parsers refuse a tokenizer without those tokens (BaseThinkingReasoningParser)
     if (key === 'reasoningParser' && THINK_PARSERS.has(value) && think === false) {
-      why.push(`${fam.family}: its recipes use ${flag} ${value}, but this checkpoint's tokenizer has no <think> and </think> tokens, which that parser splits on: left out`);
+      why.push(
+        `${fam.family}: its recipes use ${flag} ${value}, but this checkpoint's tokenizer has no <think> and </think> tokens, which that parser splits on: left out`,
+      );
       continue;
     }
     // the <tool_call> parsers (hermes, qwen3_coder) refuse at vLLM's start a tokenizer without those tokens
     if (key === 'toolCallParser' && TOOL_CALL_PARSERS.has(value) && toolCall === false) {
-      why.push(`${fam.family}: its recipes use ${flag} ${value}, but this checkpoint's tokenizer has no <tool_call> and </tool_call> tokens, which that parser needs: left out`);
+      why.push(
+        `${fam.family}: its recipes use ${flag} ${value}, but this checkpoint's tokenizer has no <tool_call> and </tool_call> tokens, which that parser needs: left out`,
+      );
       continue;
     }
     engine[key] = value;
@@ -298,7 +413,8 @@ const THINK_PARSERS = new Set(['qwen3', 'nemotron_v3', 'deepseek_r1', 'minimax_m
 const TOOL_CALL_PARSERS = new Set(['hermes', 'qwen3_coder', 'qwen3_xml']);
 
 /** Whether the checkpoint's tokenizer.json has both <tool_call> and </tool_call>; undefined where none can be read. */
-export const toolCallTokensIn = (dir: string | undefined): boolean | undefined => tokensIn(dir, ['<tool_call>', '</tool_call>']);
+export const toolCallTokensIn = (dir: string | undefined): boolean | undefined =>
+  tokensIn(dir, ['<tool_call>', '</tool_call>']);
 
 /**
  * Whether the checkpoint's tokenizer.json has both <think> and </think> (as vocabulary or added
@@ -320,7 +436,11 @@ function tokensIn(dir: string | undefined, tokens: string[]): boolean | undefine
 }
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
-export async function imageVersion(p: LoadedProfile['profile'], platform: { name: string }, inspectOnly: boolean): Promise<{ installed: InstalledVllm; image?: Prepared['image'] }> {
+export async function imageVersion(
+  p: LoadedProfile['profile'],
+  platform: { name: string },
+  inspectOnly: boolean,
+): Promise<{ installed: InstalledVllm; image?: Prepared['image'] }> {
   const { imageFor, detectCli, containerCliArgs } = await import('./runtime/container.js');
   const { imageVllm, versionFromRef } = await import('./runtime/image-version.js');
   let image: string;
@@ -328,7 +448,9 @@ export async function imageVersion(p: LoadedProfile['profile'], platform: { name
     image = imageFor(p, platform);
   } catch (e) {
     // the plan refuses the same profile with its fix; here it only means no version was read
-    return { installed: { bin: 'the container image', image: p.container?.image ?? 'none', why: (e as Error).message } };
+    return {
+      installed: { bin: 'the container image', image: p.container?.image ?? 'none', why: (e as Error).message },
+    };
   }
   let cli: ReturnType<typeof detectCli>;
   try {
@@ -337,9 +459,19 @@ export async function imageVersion(p: LoadedProfile['profile'], platform: { name
     // no CLI to read it with (a unit or manifest written on another machine): its reference may still say
     const stated = inspectOnly ? undefined : versionFromRef(image);
     const why = (e as Error).message;
-    return { installed: stated ? { bin: 'the container image', image, version: stated.version, source: stated.from, why } : { bin: 'the container image', image, why } };
+    return {
+      installed: stated
+        ? { bin: 'the container image', image, version: stated.version, source: stated.from, why }
+        : { bin: 'the container image', image, why },
+    };
   }
-  const r = await imageVllm({ cli, cliArgs: containerCliArgs(p), image, inspectOnly, cacheFile: join(stateDir(), 'cache', 'image-vllm-versions.json') });
+  const r = await imageVllm({
+    cli,
+    cliArgs: containerCliArgs(p),
+    image,
+    inspectOnly,
+    cacheFile: join(stateDir(), 'cache', 'image-vllm-versions.json'),
+  });
   // not read here (not pulled yet, or a unit written for another host): what its reference states, if anything
   const stated = r.version || inspectOnly ? undefined : versionFromRef(image);
   const installed: InstalledVllm = stated
@@ -364,12 +496,18 @@ export function versionWarnings(v: VersionDecision, dryRun: boolean): string[] {
     );
   } else if (v.mismatch && v.image) {
     const msg = `engine.vllmVersion is pinned to ${v.version}, but the image ${v.image} has vLLM ${v.installed}: the flags would be rendered for a vLLM that is not there`;
-    const fix = [`--set engine.vllmVersion=auto (render for the image's ${v.installed})`, `or --set container.image=REPO:TAG of an image with vLLM ${v.version}`];
+    const fix = [
+      `--set engine.vllmVersion=auto (render for the image's ${v.installed})`,
+      `or --set container.image=REPO:TAG of an image with vLLM ${v.version}`,
+    ];
     if (!dryRun) throw new UsageError(msg, fix);
     out.push(`${msg} (serve refuses this; fix: ${fix.join(', ')})`);
   } else if (v.mismatch) {
     const msg = `engine.vllmVersion is pinned to ${v.version}, but the installed vLLM is ${v.installed}: the flags would be rendered for a vLLM that is not there`;
-    const fix = [`--set engine.vllmVersion=auto (render for the installed ${v.installed})`, `or install vLLM ${v.version} (${commandLine('pip', 'install', `vllm==${v.version}`)})`];
+    const fix = [
+      `--set engine.vllmVersion=auto (render for the installed ${v.installed})`,
+      `or install vLLM ${v.version} (${commandLine('pip', 'install', `vllm==${v.version}`)})`,
+    ];
     if (!dryRun) throw new UsageError(msg, fix);
     out.push(`${msg} (serve refuses this; fix: ${fix.join(', ')})`);
   }
@@ -384,7 +522,13 @@ export function versionWarnings(v: VersionDecision, dryRun: boolean): string[] {
 function simPlays(pinned: string, found: InstalledVllm, guess: VersionGuess): InstalledVllm {
   if (pinned !== 'auto') return { bin: 'the simulator', version: pinned, source: 'cache' };
   const env = process.env.SPARKCTL_SIM_VLLM_VERSION;
-  if (env && isPep440(env)) return { bin: 'the simulator', version: env, source: 'cache', why: 'engine.vllmVersion auto: the version SPARKCTL_SIM_VLLM_VERSION names' };
+  if (env && isPep440(env))
+    return {
+      bin: 'the simulator',
+      version: env,
+      source: 'cache',
+      why: 'engine.vllmVersion auto: the version SPARKCTL_SIM_VLLM_VERSION names',
+    };
   if (found.version)
     return {
       bin: 'the simulator',
@@ -392,7 +536,12 @@ function simPlays(pinned: string, found: InstalledVllm, guess: VersionGuess): In
       source: 'cache',
       why: `engine.vllmVersion auto: the version of the vLLM serve would run, ${found.image ? `in the image ${found.image}` : found.bin}`,
     };
-  return { bin: 'the simulator', version: guess.version, source: 'cache', why: `engine.vllmVersion auto and no vLLM to read: ${guess.basis}, the guess every verb makes without one` };
+  return {
+    bin: 'the simulator',
+    version: guess.version,
+    source: 'cache',
+    why: `engine.vllmVersion auto and no vLLM to read: ${guess.basis}, the guess every verb makes without one`,
+  };
 }
 
 export interface ClusterTarget {
@@ -412,31 +561,58 @@ export interface ClusterTarget {
  * generated for every GPU of the nodes (clusterProfileForModel), as one-node serve generates one
  * for the host.
  */
-export async function readForNodes(name: string, shape: { nodes: number; gpusPerNode: number }, opts: Pick<PlanReadOptions, 'profiles' | 'set' | 'platform'>): Promise<ClusterTarget> {
+export async function readForNodes(
+  name: string,
+  shape: { nodes: number; gpusPerNode: number },
+  opts: Pick<PlanReadOptions, 'profiles' | 'set' | 'platform'>,
+): Promise<ClusterTarget> {
   const { loaded, target } = loadTarget(name, { profiles: opts.profiles, set: opts.set });
   if (loaded) return { loaded, modelRead: await readModelFor(loaded.profile) };
   const modelRead = await readModel({ readFile: readText, env: () => process.env }, target!, { timeoutMs: 2000 });
   if (!modelRead.facts)
-    throw new UsageError(`${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`, [
-      target!.id
-        ? `download it first: sparkctl pull ${target!.id} --nodes FILE (the weights to every node; --config-only is enough to plan), then run this again`
-        : 'give the folder that holds config.json',
-      modelRead.searched.length ? `looked at: ${modelRead.searched.join(', ')}` : 'or name a profile: sparkctl profiles list',
-    ]);
+    throw new UsageError(
+      `${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`,
+      [
+        target!.id
+          ? `download it first: sparkctl pull ${target!.id} --nodes FILE (the weights to every node; --config-only is enough to plan), then run this again`
+          : 'give the folder that holds config.json',
+        modelRead.searched.length
+          ? `looked at: ${modelRead.searched.join(', ')}`
+          : 'or name a profile: sparkctl profiles list',
+      ],
+    );
   // one GPU per node is the Spark's shape (GB10); say which platform the plan assumed
   const platformName = opts.platform ?? (shape.gpusPerNode === 1 ? 'dgx-spark-gb10' : DEFAULT_PLATFORM);
-  const platformNote = opts.platform ? undefined : `planned as platform ${platformName} (${shape.gpusPerNode} GPU per node in the nodes file; say --platform NAME otherwise)`;
+  const platformNote = opts.platform
+    ? undefined
+    : `planned as platform ${platformName} (${shape.gpusPerNode} GPU per node in the nodes file; say --platform NAME otherwise)`;
   const platform = loadPlatform(platformName);
-  const choice = clusterProfileForModel(target!, modelRead.facts, shape.nodes, shape.gpusPerNode, platform.gpu.memoryGiB * 1024 ** 3, { unified: platform.gpu.unifiedMemory });
+  const choice = clusterProfileForModel(
+    target!,
+    modelRead.facts,
+    shape.nodes,
+    shape.gpusPerNode,
+    platform.gpu.memoryGiB * 1024 ** 3,
+    { unified: platform.gpu.unifiedMemory },
+  );
   const why = [...choice.why];
   // the family's parsers, judged against the vLLM the nodes' platform is guessed to run (the nodes are not asked here)
-  const fam = withFamily(choice.profile, modelRead.facts, versionGuess(choice.profile, platform).version, why, opts.set ?? []);
+  const fam = withFamily(
+    choice.profile,
+    modelRead.facts,
+    versionGuess(choice.profile, platform).version,
+    why,
+    opts.set ?? [],
+  );
   const withPlatform = { ...JSON.parse(JSON.stringify(fam)), platform: platformName };
   const file = `(generated for ${name} over ${shape.nodes} nodes)`;
   return {
     loaded: { profile: parseProfile(withPlatform, file, opts.set ?? []), file },
     modelRead,
-    generated: { target: target!, why: opts.set?.length ? [...why, `then --set ${opts.set.join(' ')} (over these choices)`] : why },
+    generated: {
+      target: target!,
+      why: opts.set?.length ? [...why, `then --set ${opts.set.join(' ')} (over these choices)`] : why,
+    },
     platformNote,
     platform: platformName,
   };

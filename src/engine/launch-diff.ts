@@ -18,7 +18,8 @@ function flagsOf(argv: string[]): { lead: string[]; flags: Map<string, string[]>
       // a repeated flag keeps each occurrence's value; a bare flag is an empty value
       values.push(eq > 0 ? a.slice(eq + 1) : '');
       current = values;
-    } else if (current) current[current.length - 1] = current[current.length - 1] ? `${current[current.length - 1]} ${a}` : a;
+    } else if (current)
+      current[current.length - 1] = current[current.length - 1] ? `${current[current.length - 1]} ${a}` : a;
     else lead.push(a);
   }
   return { lead, flags };
@@ -35,7 +36,8 @@ export function argvDiff(before: string[], after: string[]): string[] {
   for (const [name, was] of a.flags) {
     const now = b.flags.get(name);
     if (!now) out.push(`- ${shown(name, was)}`);
-    else if (was.join('\0') !== now.join('\0')) out.push(`${name}: ${was.join(', ') || '(set)'} -> ${now.join(', ') || '(set)'}`);
+    else if (was.join('\0') !== now.join('\0'))
+      out.push(`${name}: ${was.join(', ') || '(set)'} -> ${now.join(', ') || '(set)'}`);
   }
   for (const [name, now] of b.flags) if (!a.flags.has(name)) out.push(`+ ${shown(name, now)}`);
   return out;
@@ -48,20 +50,32 @@ export function resolvedDiff(before: LaunchRecord | undefined, after: LaunchReco
   const v0 = before.vllm;
   const v1 = after.vllm;
   if (v0.resolved !== v1.resolved) {
-    const why = v0.asked === v1.asked ? (v1.asked === 'auto' ? ' (engine.vllmVersion auto: the vLLM found now is another)' : '') : ` (engine.vllmVersion ${v0.asked} -> ${v1.asked})`;
+    const why =
+      v0.asked === v1.asked
+        ? v1.asked === 'auto'
+          ? ' (engine.vllmVersion auto: the vLLM found now is another)'
+          : ''
+        : ` (engine.vllmVersion ${v0.asked} -> ${v1.asked})`;
     out.push(`vLLM ${v0.resolved} -> ${v1.resolved}${why}`);
   }
-  if ((before.image ?? '') !== (after.image ?? '')) out.push(`image: ${before.image ?? 'none'} -> ${after.image ?? 'none'}`);
+  if ((before.image ?? '') !== (after.image ?? ''))
+    out.push(`image: ${before.image ?? 'none'} -> ${after.image ?? 'none'}`);
   out.push(...settingsDiff(before.settings, after.settings));
   return out;
 }
 
 /** One replica's changes: what resolved differently, then its argv's flags. Empty: it starts as it runs. */
-export function launchChanges(before: { argv: string[]; launch?: LaunchRecord }, after: { argv: string[]; launch: LaunchRecord }): string[] {
+export function launchChanges(
+  before: { argv: string[]; launch?: LaunchRecord },
+  after: { argv: string[]; launch: LaunchRecord },
+): string[] {
   return [...resolvedDiff(before.launch, after.launch), ...argvDiff(before.argv, after.argv)];
 }
 
-/** Edits that reach the server but not its argv: env variables (by name; values are never recorded), the API key's variable, the container block. */
+/**
+ * Edits that reach the server but not its argv: env variables (by name; values are never recorded), the API key's
+ * variable, the container block.
+ */
 function settingsDiff(before: LaunchRecord['settings'], after: LaunchRecord['settings']): string[] {
   if (!before || !after) return [];
   const out: string[] = [];
@@ -70,7 +84,8 @@ function settingsDiff(before: LaunchRecord['settings'], after: LaunchRecord['set
     else if (before.env[k] !== v) out.push(`env ${k}: changed`);
   }
   for (const k of Object.keys(before.env)) if (!(k in after.env)) out.push(`- env ${k}`);
-  if ((before.apiKeyEnv ?? '') !== (after.apiKeyEnv ?? '')) out.push(`server.apiKeyEnv: ${before.apiKeyEnv ?? 'none'} -> ${after.apiKeyEnv ?? 'none'}`);
+  if ((before.apiKeyEnv ?? '') !== (after.apiKeyEnv ?? ''))
+    out.push(`server.apiKeyEnv: ${before.apiKeyEnv ?? 'none'} -> ${after.apiKeyEnv ?? 'none'}`);
   if ((before.containerBlock ?? '') !== (after.containerBlock ?? '')) out.push('container: settings changed');
   return out;
 }

@@ -17,7 +17,10 @@ const LOADERS: ReadonlyArray<readonly [pkg: RegExp, format: string]> = [
   [/^tensorizer$/, 'tensorizer'],
 ];
 
-/** The load formats whose packages are installed in the Python environment of a vllm executable (undefined: not readable). */
+/**
+ * The load formats whose packages are installed in the Python environment of a vllm executable (undefined: not
+ * readable).
+ */
 export function installedLoaders(vllmBin: string, path = process.env.PATH ?? ''): string[] | undefined {
   try {
     const bin = vllmBin.includes('/')
@@ -52,12 +55,24 @@ export interface LoaderChoice {
   note: string;
 }
 
-/** packagesUnread: the runtime's reason the packages beside its vLLM are not read (RuntimeTraits.packagesUnread; a container: the image's) */
-export function chooseLoader(x: { pinned: string; installed?: string[]; gpu: boolean; packagesUnread?: string; extraArgs: string[]; engine: 'vllm' | 'sim' }): LoaderChoice {
-  if (x.extraArgs.some((a) => a === '--load-format' || a.startsWith('--load-format='))) return { note: 'loader: as engine.extraArgs says (--load-format there)' };
+/**
+ * packagesUnread: the runtime's reason the packages beside its vLLM are not read (RuntimeTraits.packagesUnread; a
+ * container: the image's)
+ */
+export function chooseLoader(x: {
+  pinned: string;
+  installed?: string[];
+  gpu: boolean;
+  packagesUnread?: string;
+  extraArgs: string[];
+  engine: 'vllm' | 'sim';
+}): LoaderChoice {
+  if (x.extraArgs.some((a) => a === '--load-format' || a.startsWith('--load-format=')))
+    return { note: 'loader: as engine.extraArgs says (--load-format there)' };
   if (x.pinned !== 'auto') return { format: x.pinned, note: `loader: ${x.pinned} (engine.loadFormat pins it)` };
   if (x.engine === 'sim') return { note: "loader: vLLM's default (the simulator reads no weights)" };
-  if (x.packagesUnread) return { note: `loader: vLLM's default; ${x.packagesUnread} (engine.loadFormat pins one, e.g. fastsafetensors)` };
+  if (x.packagesUnread)
+    return { note: `loader: vLLM's default; ${x.packagesUnread} (engine.loadFormat pins one, e.g. fastsafetensors)` };
   const have = x.installed ?? [];
   const said =
     x.installed === undefined
@@ -65,6 +80,12 @@ export function chooseLoader(x: { pinned: string; installed?: string[]; gpu: boo
       : have.length
         ? `installed: ${have.join(', ')}`
         : 'none of fastsafetensors, runai_streamer, instanttensor is installed beside vLLM';
-  if (have.includes('fastsafetensors') && x.gpu) return { format: 'fastsafetensors', note: `loader: fastsafetensors (installed beside vLLM; engine.loadFormat: safetensors keeps vLLM's default)` };
-  return { note: `loader: vLLM's default (safetensors)${have.includes('fastsafetensors') && !x.gpu ? '; fastsafetensors is installed but this is a CPU build' : ''}; ${said}` };
+  if (have.includes('fastsafetensors') && x.gpu)
+    return {
+      format: 'fastsafetensors',
+      note: `loader: fastsafetensors (installed beside vLLM; engine.loadFormat: safetensors keeps vLLM's default)`,
+    };
+  return {
+    note: `loader: vLLM's default (safetensors)${have.includes('fastsafetensors') && !x.gpu ? '; fastsafetensors is installed but this is a CPU build' : ''}; ${said}`,
+  };
 }

@@ -23,7 +23,11 @@ function pullCommand(id: string, revision?: string): string {
 }
 
 /** The profile's Hub model in the cache its runtime's server reads. */
-export async function checkModelCache(p: Profile, rt: Pick<RuntimeTraits, 'hubCache'>, env: Record<string, string | undefined> = process.env): Promise<ModelCacheCheck> {
+export async function checkModelCache(
+  p: Profile,
+  rt: Pick<RuntimeTraits, 'hubCache'>,
+  env: Record<string, string | undefined> = process.env,
+): Promise<ModelCacheCheck> {
   if (!p.model.id || p.model.path) return {};
   const root = rt.hubCache(p, env);
   const revision = p.model.revision ?? 'main';
@@ -34,7 +38,8 @@ export async function checkModelCache(p: Profile, rt: Pick<RuntimeTraits, 'hubCa
 /** One line on what is missing: the files, or why there is no snapshot at all. */
 export function missingLine(m: ModelCacheCheck): string {
   const s = m.state!;
-  if (s.why) return `${m.id}${m.revision !== 'main' ? `@${m.revision}` : ''} is not in the Hugging Face cache ${m.root} (${s.why})`;
+  if (s.why)
+    return `${m.id}${m.revision !== 'main' ? `@${m.revision}` : ''} is not in the Hugging Face cache ${m.root} (${s.why})`;
   const list = [...s.missing, ...s.corrupt.map((f) => `${f} (checksum)`)];
   return `${m.id} is incomplete in ${s.snapshot}: ${list.length} file(s) missing (${list.slice(0, 4).join(', ')}${list.length > 4 ? ', ...' : ''})`;
 }

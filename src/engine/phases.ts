@@ -28,7 +28,16 @@
 //  - uvicorn "Application startup complete." (the API answers).
 import { stripPrefixes } from './causes.js';
 
-export type PhaseId = 'process' | 'files' | 'weights' | 'compile' | 'kv-cache' | 'cuda-graphs' | 'engine' | 'api' | 'first-token';
+export type PhaseId =
+  | 'process'
+  | 'files'
+  | 'weights'
+  | 'compile'
+  | 'kv-cache'
+  | 'cuda-graphs'
+  | 'engine'
+  | 'api'
+  | 'first-token';
 
 interface StartPhase {
   id: PhaseId;
@@ -71,41 +80,65 @@ const num = (s: string | undefined) => (s === undefined ? undefined : Number(s))
 /** One recognised line: what it says, without time. */
 type LineFact =
   | { kind: 'phase'; id: PhaseId; seconds?: number; detail?: string }
-  | { kind: 'compile'; cache?: CompileCache; seconds?: number; dir?: string; total?: boolean; begin?: boolean; end?: boolean }
+  | {
+      kind: 'compile';
+      cache?: CompileCache;
+      seconds?: number;
+      dir?: string;
+      total?: boolean;
+      begin?: boolean;
+      end?: boolean;
+    }
   | { kind: 'weights'; gib?: number; seconds?: number; fileSeconds?: number };
 
-/** The start-up fact one vLLM log line tells, if any (prefixes like "(EngineCore pid=1) INFO ... [x.py:1]" stripped). */
+/**
+ * The start-up fact one vLLM log line tells, if any (prefixes like "(EngineCore pid=1) INFO ... [x.py:1]" stripped).
+ */
 export function factOf(raw: string): LineFact | undefined {
   const line = stripPrefixes(raw);
   let m: RegExpExecArray | null;
   if ((m = /Loading weights took ([\d.]+) seconds/.exec(line))) return { kind: 'weights', fileSeconds: Number(m[1]) };
   if (/Loading safetensors checkpoint shards:\s+100%/.test(line)) return { kind: 'phase', id: 'files' };
-  if ((m = /(?:Model loading|Loading model weights) took ([\d.]+) G(?:i)?B(?: memory)? and ([\d.]+) seconds/.exec(line))) return { kind: 'weights', gib: Number(m[1]), seconds: Number(m[2]) };
+  if (
+    (m = /(?:Model loading|Loading model weights) took ([\d.]+) G(?:i)?B(?: memory)? and ([\d.]+) seconds/.exec(line))
+  )
+    return { kind: 'weights', gib: Number(m[1]), seconds: Number(m[2]) };
   if ((m = /Using cache directory: (.+?) for vLLM's torch\.compile/.exec(line))) return { kind: 'compile', dir: m[1] };
   if (/vLLM's torch\.compile cache is disabled/.test(line)) return { kind: 'compile', cache: 'miss', dir: '' };
   if (/Enforce eager set, disabling torch\.compile/.test(line)) return { kind: 'compile', cache: 'off' };
-  if ((m = /Directly load the compiled graph\(s\) for .* from the cache, took ([\d.]+) s/.exec(line))) return { kind: 'compile', cache: 'hit', seconds: Number(m[1]) };
+  if ((m = /Directly load the compiled graph\(s\) for .* from the cache, took ([\d.]+) s/.exec(line)))
+    return { kind: 'compile', cache: 'hit', seconds: Number(m[1]) };
   // the CPU runner (cpu_model_runner.py) says when the compile begins; the AOT path when it ends
   if (/Warming up model for the compilation/.test(line)) return { kind: 'compile', begin: true };
   if (/Warming up done\./.test(line)) return { kind: 'compile', end: true };
-  if ((m = /Dynamo bytecode transform time: ([\d.]+) s/.exec(line))) return { kind: 'compile', begin: true, seconds: Number(m[1]) };
+  if ((m = /Dynamo bytecode transform time: ([\d.]+) s/.exec(line)))
+    return { kind: 'compile', begin: true, seconds: Number(m[1]) };
   if (/Directly load AOT compilation from path/.test(line)) return { kind: 'compile', cache: 'hit', end: true };
   if (/saved AOT compiled function to/.test(line)) return { kind: 'compile', cache: 'miss', end: true };
   if (/Compiling model again due to a load failure/.test(line)) return { kind: 'compile', cache: 'miss' };
-  if (/Compiling a graph for .* takes [\d.]+ s|Cache the graph of .* for later use/.test(line)) return { kind: 'compile', cache: 'miss' };
+  if (/Compiling a graph for .* takes [\d.]+ s|Cache the graph of .* for later use/.test(line))
+    return { kind: 'compile', cache: 'miss' };
   // torch's own caches (a CPU build's only compile cache: plan.ts sets TORCH_LOGS for these lines),
   // torch/_inductor/codecache.py and torch/_functorch/_aot_autograd/autograd_cache.py
   if (/\b(?:fx graph|AOTAutograd) cache hit for key/.test(line)) return { kind: 'compile', cache: 'hit' };
-  if (/\b(?:fx graph|AOTAutograd) cache miss for key|Bypassing (?:FX Graph Cache|autograd cache)/.test(line)) return { kind: 'compile', cache: 'miss' };
-  if ((m = /torch\.compile (?:takes|took|and initial profiling\/warmup run together took) ([\d.]+) s in total/.exec(line))) return { kind: 'compile', seconds: num(m[1]), total: true };
-  if ((m = /GPU KV cache size: ([\d,]+) tokens/.exec(line))) return { kind: 'phase', id: 'kv-cache', detail: `${m[1]} tokens` };
-  if ((m = /Graph capturing finished in ([\d.]+) secs?/.exec(line))) return { kind: 'phase', id: 'cuda-graphs', seconds: Number(m[1]) };
+  if (/\b(?:fx graph|AOTAutograd) cache miss for key|Bypassing (?:FX Graph Cache|autograd cache)/.test(line))
+    return { kind: 'compile', cache: 'miss' };
+  if (
+    (m = /torch\.compile (?:takes|took|and initial profiling\/warmup run together took) ([\d.]+) s in total/.exec(line))
+  )
+    return { kind: 'compile', seconds: num(m[1]), total: true };
+  if ((m = /GPU KV cache size: ([\d,]+) tokens/.exec(line)))
+    return { kind: 'phase', id: 'kv-cache', detail: `${m[1]} tokens` };
+  if ((m = /Graph capturing finished in ([\d.]+) secs?/.exec(line)))
+    return { kind: 'phase', id: 'cuda-graphs', seconds: Number(m[1]) };
   if ((m = /init engine .* took ([\d.]+) s/.exec(line))) return { kind: 'phase', id: 'engine', seconds: Number(m[1]) };
   if (/Application startup complete/.test(line)) return { kind: 'phase', id: 'api' };
   return undefined;
 }
 
-/** The line sparkctl writes into a replica's log before each launch (engine/runtime: "=== sparkctl ISO launch: ..."). */
+/**
+ * The line sparkctl writes into a replica's log before each launch (engine/runtime: "=== sparkctl ISO launch: ...").
+ */
 const SPARKCTL_MARK = /^=== sparkctl /;
 
 /**
@@ -135,7 +168,8 @@ export class StartClock {
     else if (f.kind === 'weights') {
       this.weights = { ...this.weights, ...defined({ gib: f.gib, seconds: f.seconds, fileSeconds: f.fileSeconds }) };
       if (f.fileSeconds !== undefined) this.mark('files', atMs, f.fileSeconds);
-      if (f.seconds !== undefined) this.mark('weights', atMs, f.seconds, f.gib !== undefined ? `${f.gib.toFixed(2)} GiB` : undefined);
+      if (f.seconds !== undefined)
+        this.mark('weights', atMs, f.seconds, f.gib !== undefined ? `${f.gib.toFixed(2)} GiB` : undefined);
     } else this.compiled(f, atMs, text);
   }
 
@@ -157,14 +191,24 @@ export class StartClock {
       c.clockSeconds = Math.round(atMs - this.compileFrom) / 1000;
       this.mark('compile', atMs);
     }
-    const cache: CompileCache | undefined = this.seen.miss ? 'miss' : this.seen.hit ? 'hit' : this.seen.off ? 'off' : undefined;
+    const cache: CompileCache | undefined = this.seen.miss
+      ? 'miss'
+      : this.seen.hit
+        ? 'hit'
+        : this.seen.off
+          ? 'off'
+          : undefined;
     this.compile = defined({ ...c, cache }) as NonNullable<StartReport['compile']>;
     if (f.total) this.mark('compile', atMs, f.seconds);
   }
   private mark(id: PhaseId, atMs: number, seconds?: number, detail?: string): void {
     const had = this.phases.get(id);
     // the first end counts (ranks echo theirs later); a figure vLLM adds later is kept
-    this.phases.set(id, { id, atMs: had?.atMs ?? atMs, ...defined({ seconds: had?.seconds ?? seconds, detail: detail ?? had?.detail }) });
+    this.phases.set(id, {
+      id,
+      atMs: had?.atMs ?? atMs,
+      ...defined({ seconds: had?.seconds ?? seconds, detail: detail ?? had?.detail }),
+    });
   }
 
   /** The API answered, at `now`. */
@@ -192,9 +236,29 @@ export class StartClock {
   }
 
   report(): StartReport {
-    const order: PhaseId[] = ['process', 'files', 'weights', 'compile', 'kv-cache', 'cuda-graphs', 'engine', 'api', 'first-token'];
-    const phases = [...this.phases.values()].sort((a, b) => a.atMs - b.atMs || order.indexOf(a.id) - order.indexOf(b.id));
-    return defined({ phases, compile: this.compile, weights: this.weights, readyMs: this.readyMs, firstTokenMs: this.firstTokenMs, caches: this.caches, readAhead: this.readAhead }) as StartReport;
+    const order: PhaseId[] = [
+      'process',
+      'files',
+      'weights',
+      'compile',
+      'kv-cache',
+      'cuda-graphs',
+      'engine',
+      'api',
+      'first-token',
+    ];
+    const phases = [...this.phases.values()].sort(
+      (a, b) => a.atMs - b.atMs || order.indexOf(a.id) - order.indexOf(b.id),
+    );
+    return defined({
+      phases,
+      compile: this.compile,
+      weights: this.weights,
+      readyMs: this.readyMs,
+      firstTokenMs: this.firstTokenMs,
+      caches: this.caches,
+      readAhead: this.readAhead,
+    }) as StartReport;
   }
 }
 
@@ -223,14 +287,22 @@ export function startLine(r: StartReport): string {
     let detail: string[] = [p.detail ?? '', p.seconds !== undefined ? `took ${took(p.seconds)}` : ''];
     if (p.id === 'compile') {
       const secs = r.compile?.seconds ?? r.compile?.clockSeconds;
-      const cache = r.compile?.cache ? `cache ${r.compile.cache}` : `vLLM logged no cache hit or miss${r.caches ? `; sparkctl's cache folder was ${r.caches.warm ? 'warm' : 'empty'}` : ''}`;
+      const cache = r.compile?.cache
+        ? `cache ${r.compile.cache}`
+        : `vLLM logged no cache hit or miss${r.caches ? `; sparkctl's cache folder was ${r.caches.warm ? 'warm' : 'empty'}` : ''}`;
       detail = [cache, secs !== undefined ? `took ${took(secs)}` : ''];
     }
     const d = detail.filter(Boolean).join(', ');
     return `${LABEL[p.id]} ${s1(p.atMs)}${d ? ` (${d})` : ''}`;
   });
-  if (r.compile && !r.phases.some((p) => p.id === 'compile')) parts.push(`compile: ${r.compile.cache === 'off' ? 'off' : `cache ${r.compile.cache ?? 'unknown'}`}`);
-  if (r.readAhead) parts.push('skipped' in r.readAhead ? `read-ahead skipped: ${r.readAhead.skipped}` : `read-ahead ${gib(r.readAhead.bytes)} at ${r.readAhead.gbps.toFixed(2)} GB/s`);
+  if (r.compile && !r.phases.some((p) => p.id === 'compile'))
+    parts.push(`compile: ${r.compile.cache === 'off' ? 'off' : `cache ${r.compile.cache ?? 'unknown'}`}`);
+  if (r.readAhead)
+    parts.push(
+      'skipped' in r.readAhead
+        ? `read-ahead skipped: ${r.readAhead.skipped}`
+        : `read-ahead ${gib(r.readAhead.bytes)} at ${r.readAhead.gbps.toFixed(2)} GB/s`,
+    );
   return parts.join(' · ');
 }
 

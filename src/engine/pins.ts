@@ -32,14 +32,27 @@ export const Pin = z.strictObject({
   /** the image's content ID (64 hex) where it was read: a tag that now names another ID has moved */
   imageId: z.string().regex(HEX64).optional(),
   vllmBin: z.string().max(4096).optional(),
-  /** a host install: the vLLM version and a hash of its Python environment's packages (vllm-version.ts vllmFingerprint) */
-  fingerprint: z.strictObject({ version: z.string().max(96), packages: z.string().regex(/^[a-f0-9]{16}$/), count: z.number().int().min(0).max(100_000) }).optional(),
+  /**
+   * a host install: the vLLM version and a hash of its Python environment's packages (vllm-version.ts vllmFingerprint)
+   */
+  fingerprint: z
+    .strictObject({
+      version: z.string().max(96),
+      packages: z.string().regex(/^[a-f0-9]{16}$/),
+      count: z.number().int().min(0).max(100_000),
+    })
+    .optional(),
   /** the --set that express this pin (upgrade and rollback start from them) */
   sets: z.array(z.string().max(4096)).max(64),
 });
 export type Pin = z.infer<typeof Pin>;
 
-export const PinFile = z.strictObject({ version: z.literal(1), profile: z.string(), current: Pin, previous: z.array(Pin).max(20) });
+export const PinFile = z.strictObject({
+  version: z.literal(1),
+  profile: z.string(),
+  current: Pin,
+  previous: z.array(Pin).max(20),
+});
 export type PinFile = z.infer<typeof PinFile>;
 
 const pinsDir = (stateDir: string) => join(stateDir, 'pins');
@@ -50,14 +63,18 @@ const pinPath = (stateDir: string, profile: string) => join(pinsDir(stateDir), `
  * NAME.lock.json beside the profile's file (committed with it, copied to the next host); `state` (the
  * default) none. The state folder always keeps it too: it is what this host ran, and status reads it.
  */
-export function lockFileOf(p: { pinnedIn?: 'state' | 'lockfile' }, profileFile: string | undefined): string | undefined {
+export function lockFileOf(
+  p: { pinnedIn?: 'state' | 'lockfile' },
+  profileFile: string | undefined,
+): string | undefined {
   if (p.pinnedIn !== 'lockfile' || !profileFile) return undefined;
   return join(dirname(profileFile), `${basename(profileFile).replace(/\.(ya?ml|json)$/i, '')}.lock.json`);
 }
 
 /** A lock file: the pin file's own shape, with a line that says who writes it. */
 const LockFile = PinFile.extend({ generatedBy: z.string().max(300) });
-const GENERATED_BY = 'sparkctl: the image and vLLM this profile runs, pinned (serve --repin and sparkctl upgrade rewrite it; pinnedIn: lockfile)';
+const GENERATED_BY =
+  'sparkctl: the image and vLLM this profile runs, pinned (serve --repin and sparkctl upgrade rewrite it; pinnedIn: lockfile)';
 
 /** The profile's pin file, or undefined where none was written; a file that is not one is bad input with the fix. */
 export function readPins(stateDir: string, profile: string, lock?: string): PinFile | undefined {
@@ -69,7 +86,11 @@ export function readPins(stateDir: string, profile: string, lock?: string): PinF
  * lockfile) the lock file's pin runs, and one that disagrees with the state folder's is a finding with
  * the fix; not written yet, the state folder's runs (the next pin writes the lock file).
  */
-export function pinsAt(stateDir: string, profile: string, lock?: string): { file?: PinFile; from: 'state' | 'lockfile'; finding?: string } {
+export function pinsAt(
+  stateDir: string,
+  profile: string,
+  lock?: string,
+): { file?: PinFile; from: 'state' | 'lockfile'; finding?: string } {
   const state = readPinText(pinPath(stateDir, profile), profile, PinFile);
   if (!lock) return { file: state, from: 'state' };
   const locked = readPinText(lock, profile, LockFile);
@@ -77,21 +98,38 @@ export function pinsAt(stateDir: string, profile: string, lock?: string): { file
     return {
       file: state,
       from: 'state',
-      ...(state ? { finding: `${lock} is not written yet (pinnedIn: lockfile): the state folder's pin runs; the next pin writes it (sparkctl serve ${profile} --repin, or an upgrade)` } : {}),
+      ...(state
+        ? {
+            finding: `${lock} is not written yet (pinnedIn: lockfile): the state folder's pin runs; the next pin writes it (sparkctl serve ${profile} --repin, or an upgrade)`,
+          }
+        : {}),
     };
   const { generatedBy: _g, ...file } = locked as PinFile & { generatedBy: string };
   const finding = lockDisagreement(lock, file, state, pinPath(stateDir, profile));
   return { file, from: 'lockfile', ...(finding ? { finding } : {}) };
 }
 
-const pinWords = (p: Pin) => [p.imagePinned ?? p.image, p.vllmBin, `vLLM ${p.fingerprint?.version ?? p.vllmVersion}`].filter(Boolean).join(', ');
+const pinWords = (p: Pin) =>
+  [p.imagePinned ?? p.image, p.vllmBin, `vLLM ${p.fingerprint?.version ?? p.vllmVersion}`].filter(Boolean).join(', ');
 
 /** A lock file and the state folder naming other pins: what each says, which runs, and the fix (pure). */
-export function lockDisagreement(lock: string, locked: PinFile, state: PinFile | undefined, statePath: string): string | undefined {
+export function lockDisagreement(
+  lock: string,
+  locked: PinFile,
+  state: PinFile | undefined,
+  statePath: string,
+): string | undefined {
   if (!state) return undefined;
   const a = locked.current;
   const b = state.current;
-  if (a.imagePinned === b.imagePinned && a.imageId === b.imageId && a.vllmVersion === b.vllmVersion && a.vllmBin === b.vllmBin && a.fingerprint?.version === b.fingerprint?.version) return undefined;
+  if (
+    a.imagePinned === b.imagePinned &&
+    a.imageId === b.imageId &&
+    a.vllmVersion === b.vllmVersion &&
+    a.vllmBin === b.vllmBin &&
+    a.fingerprint?.version === b.fingerprint?.version
+  )
+    return undefined;
   return (
     `${lock} pins ${pinWords(a)} (${a.at}); the state folder (${statePath}) pins ${pinWords(b)} (${b.at}): the lock file's pin runs. ` +
     `Fix: if the lock file is right (copied from the host that tested it), nothing: serve runs it and this host's state follows; ` +
@@ -99,7 +137,11 @@ export function lockDisagreement(lock: string, locked: PinFile, state: PinFile |
   );
 }
 
-function readPinText<T extends typeof PinFile | typeof LockFile>(path: string, profile: string, schema: T): PinFile | undefined {
+function readPinText<T extends typeof PinFile | typeof LockFile>(
+  path: string,
+  profile: string,
+  schema: T,
+): PinFile | undefined {
   const text = readTextOrNullSync(path, { maxBytes: READ_LIMITS.record });
   if (text === null) return undefined;
   let json: unknown;
@@ -110,17 +152,27 @@ function readPinText<T extends typeof PinFile | typeof LockFile>(path: string, p
   }
   const p = schema.safeParse(json);
   if (!p.success)
-    throw new UsageError(`${path}: not a pin file (${p.error.issues.map((i) => `${i.path.join('.') || 'file'}: ${i.message}`).join('; ')})`, [
-      `remove it (the next upgrade of ${profile} writes it again)`,
-    ]);
-  if (p.data.profile !== profile) throw new UsageError(`${path} pins profile "${p.data.profile}", not ${profile}`, [`remove it`]);
+    throw new UsageError(
+      `${path}: not a pin file (${p.error.issues.map((i) => `${i.path.join('.') || 'file'}: ${i.message}`).join('; ')})`,
+      [`remove it (the next upgrade of ${profile} writes it again)`],
+    );
+  if (p.data.profile !== profile)
+    throw new UsageError(`${path} pins profile "${p.data.profile}", not ${profile}`, [`remove it`]);
   return p.data;
 }
 
-/** The new pin becomes current; the one before it goes first in `previous` (at most 20 kept). With a lock file, there too. */
+/**
+ * The new pin becomes current; the one before it goes first in `previous` (at most 20 kept). With a lock file, there
+ * too.
+ */
 export function writePin(stateDir: string, profile: string, pin: Pin, lock?: string): PinFile {
   const before = readPins(stateDir, profile, lock);
-  const file: PinFile = { version: 1, profile, current: pin, previous: before ? [before.current, ...before.previous].slice(0, 20) : [] };
+  const file: PinFile = {
+    version: 1,
+    profile,
+    current: pin,
+    previous: before ? [before.current, ...before.previous].slice(0, 20) : [],
+  };
   writePinFile(stateDir, file, lock);
   return file;
 }
@@ -135,7 +187,8 @@ export function lockNotWritable(stateDir: string, lock: string | undefined): str
 }
 
 /** The fix for a lock file sparkctl will not write over. */
-export const lockFix = (lock: string) => `remove ${lock} (the state folder keeps the pin that runs; sparkctl writes the lock file again), or set pinnedIn: state in the profile`;
+export const lockFix = (lock: string) =>
+  `remove ${lock} (the state folder keeps the pin that runs; sparkctl writes the lock file again), or set pinnedIn: state in the profile`;
 
 /** A rollback: the previous pin becomes current again (and the one rolled back from goes first in previous). */
 export function rollbackPins(file: PinFile): { to: Pin; next: PinFile } | undefined {
@@ -144,11 +197,18 @@ export function rollbackPins(file: PinFile): { to: Pin; next: PinFile } | undefi
   return { to, next: { ...file, current: to, previous: [file.current, ...rest].slice(0, 20) } };
 }
 
-/** The pin file written to the state folder, and to the lock file where the operator keeps one (never over a file sparkctl did not write: refused before). */
+/**
+ * The pin file written to the state folder, and to the lock file where the operator keeps one (never over a file
+ * sparkctl did not write: refused before).
+ */
 export function writePinFile(stateDir: string, file: PinFile, lock?: string): void {
   const why = lockNotWritable(stateDir, lock);
   if (why) throw new UsageError(why, [lockFix(lock!)]);
-  ensureDir(pinsDir(stateDir), 'the pins folder', 'sparkctl keeps what each profile runs there: check the state folder (SPARKCTL_STATE_DIR)');
+  ensureDir(
+    pinsDir(stateDir),
+    'the pins folder',
+    'sparkctl keeps what each profile runs there: check the state folder (SPARKCTL_STATE_DIR)',
+  );
   writeFileAtomic(pinPath(stateDir, file.profile), `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
   if (!lock) return;
   writeFileAtomic(lock, `${JSON.stringify({ generatedBy: GENERATED_BY, ...file }, null, 2)}\n`, { mode: 0o644 });
@@ -174,7 +234,10 @@ const sameRepo = (a: string, b: string) => {
  * digest of the same repository wins (the pin then pulls on another node); an image with none (built
  * or loaded here) is pinned by its ID. Hostile text in, a checked reference or an error out.
  */
-export function pinFromInspect(ref: string, stdout: string): { pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string } {
+export function pinFromInspect(
+  ref: string,
+  stdout: string,
+): { pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string } {
   const line = stdout.trim().split('\n')[0] ?? '';
   const m = /^(?:sha256:)?([a-f0-9]{64}) (.*)$/.exec(line);
   if (!m) return { error: `not an image id: ${JSON.stringify(line.slice(0, 80))}` };
@@ -189,15 +252,27 @@ export function pinFromInspect(ref: string, stdout: string): { pinned: string; h
   const id = m[1]!;
   if (DIGEST_REF.test(ref)) return { pinned: ref, how: 'digest', id };
   const repo = repositoryOf(ref);
-  const own = digests.filter((d): d is string => typeof d === 'string' && DIGEST_REF.test(d)).find((d) => sameRepo(repositoryOf(d), repo));
+  const own = digests
+    .filter((d): d is string => typeof d === 'string' && DIGEST_REF.test(d))
+    .find((d) => sameRepo(repositoryOf(d), repo));
   if (own) return { pinned: `${repo}@${own.split('@')[1]}`, how: 'digest', id };
   return { pinned: id, how: 'image-id', id };
 }
 
-/** Resolve an image reference to what a pin keeps, through the runtime's images (20 s); not readable: bad input with the pull. */
-export async function resolveImagePin(images: RuntimeImages, cliArgs: readonly string[], ref: string): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string }> {
+/**
+ * Resolve an image reference to what a pin keeps, through the runtime's images (20 s); not readable: bad input with the
+ * pull.
+ */
+export async function resolveImagePin(
+  images: RuntimeImages,
+  cliArgs: readonly string[],
+  ref: string,
+): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string }> {
   const p = await inspectForPin(images, cliArgs, ref);
-  if ('error' in p) throw new UsageError(p.error, [`${images.pullCommand(ref)} (upgrade and serve never download an image unasked), then upgrade again`]);
+  if ('error' in p)
+    throw new UsageError(p.error, [
+      `${images.pullCommand(ref)} (upgrade and serve never download an image unasked), then upgrade again`,
+    ]);
   return p;
 }
 
@@ -229,7 +304,14 @@ function knownRefs(file: PinFile): Set<string> {
  */
 export type ImagePinDecision = (
   | { state: 'given'; ref: string; run: string }
-  | { state: 'new' | 'repinned' | 'edited'; ref: string; run: string; how: 'digest' | 'image-id'; id: string; before?: Pin }
+  | {
+      state: 'new' | 'repinned' | 'edited';
+      ref: string;
+      run: string;
+      how: 'digest' | 'image-id';
+      id: string;
+      before?: Pin;
+    }
   | { state: 'kept'; ref: string; run: string; pin: Pin; movedTo?: string; older?: boolean }
   | { state: 'unpinned'; ref: string; run: string; why: string }
 ) & {
@@ -239,12 +321,24 @@ export type ImagePinDecision = (
   lock?: string;
 };
 
-export function decideImagePin(ref: string, file: PinFile | undefined, inspected: { pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string }, repin = false): ImagePinDecision {
+export function decideImagePin(
+  ref: string,
+  file: PinFile | undefined,
+  inspected: { pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string },
+  repin = false,
+): ImagePinDecision {
   if (isPinnedRef(ref)) return { state: 'given', ref, run: ref };
   const cur = file?.current.imagePinned ? file.current : undefined;
   if (cur && !repin && file && knownRefs(file).has(ref)) {
     const movedTo = 'id' in inspected && cur.imageId && inspected.id !== cur.imageId ? inspected.id : undefined;
-    return { state: 'kept', ref, run: cur.imagePinned!, pin: cur, ...(movedTo ? { movedTo } : {}), ...(cur.image !== ref ? { older: true } : {}) };
+    return {
+      state: 'kept',
+      ref,
+      run: cur.imagePinned!,
+      pin: cur,
+      ...(movedTo ? { movedTo } : {}),
+      ...(cur.image !== ref ? { older: true } : {}),
+    };
   }
   if ('error' in inspected) return { state: 'unpinned', ref, run: ref, why: inspected.error };
   const state = !cur ? 'new' : repin ? 'repinned' : 'edited';
@@ -276,13 +370,25 @@ export function movedLine(d: ImagePinDecision, profile: string): string | undefi
 }
 
 /** The pin a serve writes for its decision (undefined: nothing to write). */
-export function pinOfDecision(d: ImagePinDecision, vllmVersion: string, at = new Date().toISOString()): Pin | undefined {
-  if (d.state === 'new' || d.state === 'repinned' || d.state === 'edited') return { at, vllmVersion, image: d.ref, imagePinned: d.run, imageId: d.id, sets: [`container.image=${d.run}`] };
+export function pinOfDecision(
+  d: ImagePinDecision,
+  vllmVersion: string,
+  at = new Date().toISOString(),
+): Pin | undefined {
+  if (d.state === 'new' || d.state === 'repinned' || d.state === 'edited')
+    return { at, vllmVersion, image: d.ref, imagePinned: d.run, imageId: d.id, sets: [`container.image=${d.run}`] };
   return undefined;
 }
 
-/** The inspect serve's pin decision reads (the reference's ID and digests, as the runtime reads them), its failure an error, never a throw. */
-export async function inspectForPin(images: RuntimeImages, cliArgs: readonly string[], ref: string): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string }> {
+/**
+ * The inspect serve's pin decision reads (the reference's ID and digests, as the runtime reads them), its failure an
+ * error, never a throw.
+ */
+export async function inspectForPin(
+  images: RuntimeImages,
+  cliArgs: readonly string[],
+  ref: string,
+): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string }> {
   const r = await images.inspect(ref, cliArgs);
   return 'error' in r ? r : pinFromInspect(ref, r.stdout);
 }
@@ -294,7 +400,10 @@ export async function inspectForPin(images: RuntimeImages, cliArgs: readonly str
  * each node), whatever its copy of the tag names now. Undefined: the reference runs (no pin yet: the
  * first healthy serve --nodes pins the ID every node agreed on).
  */
-export function nodesImagePin(ref: string | undefined, file: PinFile | undefined): { run: string; pin: Pin } | undefined {
+export function nodesImagePin(
+  ref: string | undefined,
+  file: PinFile | undefined,
+): { run: string; pin: Pin } | undefined {
   if (!ref || isPinnedRef(ref) || !file?.current.imageId || !knownRefs(file).has(ref)) return undefined;
   return { run: file.current.imageId, pin: file.current };
 }
@@ -304,7 +413,15 @@ export function nodesImagePin(ref: string | undefined, file: PinFile | undefined
  * there is one (repin: none, pinned anew once healthy). serve --nodes and preflight --nodes read it alike.
  */
 export function imagePinOfNodes(
-  loaded: { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string }; pinnedIn?: 'state' | 'lockfile' }; file?: string },
+  loaded: {
+    profile: {
+      name: string;
+      engine: { runtime: 'host' | 'container' };
+      container?: { image?: string };
+      pinnedIn?: 'state' | 'lockfile';
+    };
+    file?: string;
+  },
   stateDir: string,
   repin?: boolean,
 ): { ref?: string; pinned?: ReturnType<typeof nodesImagePin> } {
@@ -312,5 +429,10 @@ export function imagePinOfNodes(
   if (traitsOfProfile(loaded.profile).vllmFrom !== 'image') return {};
   const ref = loaded.profile.container?.image;
   if (!ref || isPinnedRef(ref)) return {};
-  return { ref, pinned: repin ? undefined : nodesImagePin(ref, readPins(stateDir, loaded.profile.name, lockFileOf(loaded.profile, loaded.file))) };
+  return {
+    ref,
+    pinned: repin
+      ? undefined
+      : nodesImagePin(ref, readPins(stateDir, loaded.profile.name, lockFileOf(loaded.profile, loaded.file))),
+  };
 }

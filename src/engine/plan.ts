@@ -9,7 +9,14 @@ import type { ModelFacts } from '../model/facts.js';
 import { BUILTIN_DIR } from '../profiles/load.js';
 import type { NodesFile, Platform, Profile } from '../profiles/schema.js';
 import type { HostShape } from '../profiles/validate.js';
-import { renderReplicas, servedName, checkRendered, shutdownTimeoutOf, cpuBuild, type ReplicaPlan } from '../profiles/render.js';
+import {
+  renderReplicas,
+  servedName,
+  checkRendered,
+  shutdownTimeoutOf,
+  cpuBuild,
+  type ReplicaPlan,
+} from '../profiles/render.js';
 import { graceMsOf } from './stop.js';
 import { formatFlagProblem } from '../profiles/vllm-flags.js';
 import { unifiedKvBytes } from '../profiles/unified-kv.js';
@@ -55,7 +62,10 @@ export interface PlanCore {
   stallTimeoutMs: number;
   /** each endpoint is prewarmed once ready (with the profile's prewarm settings) */
   prewarm: boolean;
-  /** the deep probe of each ready endpoint: the profile's, with what this placement can read (its GPUs; a cold first generation) */
+  /**
+   * the deep probe of each ready endpoint: the profile's, with what this placement can read (its GPUs; a cold first
+   * generation)
+   */
   probe: ProbeSettings;
 }
 
@@ -85,7 +95,9 @@ export interface ServePlan extends PlanCore {
   caches?: CachePlan;
   /** the weights' loader (--load-format) and the sentence that says why */
   loader?: LoaderChoice;
-  /** vLLM's P2P check: skipped on preflight's evidence, or left to vLLM, and the sentence that says which (TP > 1 only) */
+  /**
+   * vLLM's P2P check: skipped on preflight's evidence, or left to vLLM, and the sentence that says which (TP > 1 only)
+   */
   p2p?: { skip: boolean; note: string };
 }
 
@@ -104,7 +116,10 @@ export interface ClusterPlan extends PlanCore {
   pipeline: number;
   /** the server groups, in start order, each on the node it names */
   steps: NodeStep[];
-  /** the one endpoint the head serves: rendered as a replica on one host is (renderReplicas), what a launch on a node needs of it */
+  /**
+   * the one endpoint the head serves: rendered as a replica on one host is (renderReplicas), what a launch on a node
+   * needs of it
+   */
   replica: NodesReplica;
   /** VLLM_API_KEY, set by serve from ServeRun.secrets (never in the plan as built) */
   apiKey?: string;
@@ -176,8 +191,16 @@ export type PlanInputs = RunInputs & {
   topology?: { status: string; observed: string };
 };
 
-/** serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from again. */
-export function launchRecord(opts: ReadInputs, vllm: Pick<VersionDecision, 'version' | 'how'>, image?: string, profile?: Pick<Profile, 'env' | 'server' | 'container'>): LaunchRecord {
+/**
+ * serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from
+ * again.
+ */
+export function launchRecord(
+  opts: ReadInputs,
+  vllm: Pick<VersionDecision, 'version' | 'how'>,
+  image?: string,
+  profile?: Pick<Profile, 'env' | 'server' | 'container'>,
+): LaunchRecord {
   return {
     ...(profile ? { settings: settingsOf(profile) } : {}),
     sets: [...opts.set],
@@ -194,14 +217,19 @@ export function launchRecord(opts: ReadInputs, vllm: Pick<VersionDecision, 'vers
 }
 
 /** The launch record with the host install's fingerprint (undefined: none to take, a container or the simulator). */
-export function withFingerprint(rec: LaunchRecord, fp: { version: string; packages: string; count: number } | undefined): LaunchRecord {
+export function withFingerprint(
+  rec: LaunchRecord,
+  fp: { version: string; packages: string; count: number } | undefined,
+): LaunchRecord {
   return fp ? { ...rec, fingerprint: { version: fp.version, packages: fp.packages, count: fp.count } } : rec;
 }
 
 /** A value's fingerprint: enough to tell that it changed, not what it is. */
 const fingerprint = (v: string) => createHash('sha256').update(v).digest('hex').slice(0, 16);
 
-/** What reaches the server but not its argv, fingerprinted for restart's comparison (registry.ts LaunchRecord.settings). */
+/**
+ * What reaches the server but not its argv, fingerprinted for restart's comparison (registry.ts LaunchRecord.settings).
+ */
 function settingsOf(p: Pick<Profile, 'env' | 'server' | 'container'>): NonNullable<LaunchRecord['settings']> {
   return {
     env: Object.fromEntries(Object.entries(p.env ?? {}).map(([k, v]) => [k, fingerprint(String(v))])),
@@ -223,37 +251,66 @@ export function executableFor(opts: Pick<RunInputs, 'engine' | 'vllmBin'>): stri
  * The simulator's own knobs: the profile (architecture facts), the platform it pretends to be, and
  * the vLLM version it parses flags and logs as (the profile's, --set included: the file alone may say another).
  */
-export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts: Pick<RunInputs, 'simLoad' | 'simLoadSeconds'>): string[] {
+export function simTail(
+  r: Pick<Resolved, 'file' | 'platform' | 'profile'>,
+  opts: Pick<RunInputs, 'simLoad' | 'simLoadSeconds'>,
+): string[] {
   // A profile generated for a model has no file: the simulator reads the model's config.json itself.
-  const tail = existsSync(r.file) ? ['--sim-profile', r.file, '--sim-platform', r.platform.name] : ['--sim-platform', r.platform.name];
+  const tail = existsSync(r.file)
+    ? ['--sim-profile', r.file, '--sim-platform', r.platform.name]
+    : ['--sim-platform', r.platform.name];
   tail.push('--sim-vllm-version', r.profile.engine.vllmVersion);
   const load = opts.simLoad !== undefined ? String(opts.simLoad) : opts.simLoadSeconds;
   if (load !== undefined) tail.push('--sim-load-seconds', load);
   return tail;
 }
 
-/** Resolved profile + the caller's settled inputs (serve's verb checked its flags) -> the plan. Throws UsageError (exit 2) on any profile error. */
+/**
+ * Resolved profile + the caller's settled inputs (serve's verb checked its flags) -> the plan. Throws UsageError (exit
+ * 2) on any profile error.
+ */
 export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   const r1 = withRouterFlag(r0, opts.router);
-  // a DGX Spark: the planned KV cache in bytes, so vLLM's profiling on unified memory cannot starve it (profiles/unified-kv.ts)
-  const ukv = opts.engine === 'vllm' ? unifiedKvBytes(r1.profile, r1.platform, r1.host?.gpuMemoryBytes, r1.model?.facts) : undefined;
-  const r = ukv ? { ...r1, profile: { ...r1.profile, engine: { ...r1.profile.engine, kvCacheMemoryBytes: ukv.bytes } } } : r1;
+  // a DGX Spark: the planned KV cache in bytes, so vLLM's profiling on unified memory cannot starve it
+  // (profiles/unified-kv.ts)
+  const ukv =
+    opts.engine === 'vllm'
+      ? unifiedKvBytes(r1.profile, r1.platform, r1.host?.gpuMemoryBytes, r1.model?.facts)
+      : undefined;
+  const r = ukv
+    ? { ...r1, profile: { ...r1.profile, engine: { ...r1.profile.engine, kvCacheMemoryBytes: ukv.bytes } } }
+    : r1;
   const warnings = requireValid(r);
   if (ukv) warnings.push(ukv.note);
   // beyond loopback without a key: refused unless allowed (a dry-run says so), allowed: warned first
-  const exposed = serveExposure(r.profile, Boolean(opts.allowUnauthenticated || opts.launch?.allowUnauthenticated), Boolean(opts.dryRun));
+  const exposed = serveExposure(
+    r.profile,
+    Boolean(opts.allowUnauthenticated || opts.launch?.allowUnauthenticated),
+    Boolean(opts.dryRun),
+  );
   if (exposed) warnings.unshift(exposed);
   // Every rendered flag and value against the target vLLM's table: serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
   const flags = checkRendered(r.profile);
   const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
-  if (refused.length && !opts.dryRun) throw new UsageError(`profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`, refused);
-  warnings.push(...refused.map((x) => `serve would refuse: ${x}`), ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem));
+  if (refused.length && !opts.dryRun)
+    throw new UsageError(
+      `profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`,
+      refused,
+    );
+  warnings.push(
+    ...refused.map((x) => `serve would refuse: ${x}`),
+    ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem),
+  );
   const dir = opts.stateDir ?? stateDir();
   const rt = traitsOfProfile(r.profile, opts.runtime);
   const executable = executableFor(opts);
   // the runtime refuses what it cannot run before anything is rendered (a container: multi-node, no image)
-  const container = rt.planPart(r.profile, r.platform, { executableLen: executable.length, pull: Boolean(opts.pull), entrypoint: opts.imageEntrypoint });
+  const container = rt.planPart(r.profile, r.platform, {
+    executableLen: executable.length,
+    pull: Boolean(opts.pull),
+    entrypoint: opts.imageEntrypoint,
+  });
   const replicas = renderReplicas(r.profile, r.host, {
     executable,
     stateDir: dir,
@@ -306,18 +363,30 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
  * answer is then already known. Otherwise vLLM checks as it would (newer vLLM skips by default and
  * trusts the driver; older ones test and cache the answer under VLLM_CACHE_ROOT). Said either way.
  */
-export function withP2p(p: Profile, replicas: ReplicaPlan[], opts: Pick<PlanInputs, 'engine' | 'topology'>): { skip: boolean; note: string } | undefined {
+export function withP2p(
+  p: Profile,
+  replicas: ReplicaPlan[],
+  opts: Pick<PlanInputs, 'engine' | 'topology'>,
+): { skip: boolean; note: string } | undefined {
   // the simulator stands for vLLM here too: the same plan, the variable ignored by it
   if (p.parallel.tensor < 2) return undefined;
   if (p.env.VLLM_SKIP_P2P_CHECK !== undefined)
-    return { skip: String(p.env.VLLM_SKIP_P2P_CHECK) === '1', note: `P2P check: the profile sets VLLM_SKIP_P2P_CHECK=${String(p.env.VLLM_SKIP_P2P_CHECK)} itself` };
+    return {
+      skip: String(p.env.VLLM_SKIP_P2P_CHECK) === '1',
+      note: `P2P check: the profile sets VLLM_SKIP_P2P_CHECK=${String(p.env.VLLM_SKIP_P2P_CHECK)} itself`,
+    };
   const t = opts.topology;
   if (t?.status !== 'pass') {
-    const why = !t ? 'preflight did not read the topology (--skip-preflight, or no GPU)' : `preflight's gpu.topology was ${t.status}: ${t.observed}`;
+    const why = !t
+      ? 'preflight did not read the topology (--skip-preflight, or no GPU)'
+      : `preflight's gpu.topology was ${t.status}: ${t.observed}`;
     return { skip: false, note: `P2P check left to vLLM: ${why}` };
   }
   for (const x of replicas) x.env = { ...x.env, VLLM_SKIP_P2P_CHECK: '1' };
-  return { skip: true, note: `P2P check skipped (VLLM_SKIP_P2P_CHECK=1): preflight read the topology, every TP pair on NVLink (${t.observed})` };
+  return {
+    skip: true,
+    note: `P2P check skipped (VLLM_SKIP_P2P_CHECK=1): preflight read the topology, every TP pair on NVLink (${t.observed})`,
+  };
 }
 
 /**
@@ -327,16 +396,24 @@ export function withP2p(p: Profile, replicas: ReplicaPlan[], opts: Pick<PlanInpu
  * /inference and /cohere only: vllm/entrypoints/serve/utils/server_utils.py GUARDED_PREFIX).
  * A dry-run shows the refusal as a warning, as it does vLLM's refusals.
  */
-export function serveExposure(p: Pick<Profile, 'name' | 'server'>, allow: boolean, dryRun: boolean): string | undefined {
+export function serveExposure(
+  p: Pick<Profile, 'name' | 'server'>,
+  allow: boolean,
+  dryRun: boolean,
+): string | undefined {
   const e = {
     who: `${p.name}'s server`,
     field: 'server.host',
     host: p.server.host,
     keyed: Boolean(p.server.apiKeyEnv),
-    openRoutes: p.server.sleepMode ? "vLLM's sleep mode (server.sleepMode: /sleep, /wake_up and vLLM's other development routes)" : undefined,
+    openRoutes: p.server.sleepMode
+      ? "vLLM's sleep mode (server.sleepMode: /sleep, /wake_up and vLLM's other development routes)"
+      : undefined,
     fixes: [
       '--set server.host=127.0.0.1 (the default; a router or the gateway in front for other hosts)',
-      ...(p.server.apiKeyEnv ? [] : ['server.apiKeyEnv: NAME in the profile (export NAME=...): vLLM asks every client for that key']),
+      ...(p.server.apiKeyEnv
+        ? []
+        : ['server.apiKeyEnv: NAME in the profile (export NAME=...): vLLM asks every client for that key']),
       ...(p.server.sleepMode ? ['--set server.sleepMode=false'] : []),
     ],
   };
@@ -349,7 +426,12 @@ export function serveExposure(p: Pick<Profile, 'name' | 'server'>, allow: boolea
 }
 
 /** The loader chosen (loader.ts), rendered right after the model in each replica's argv. */
-function withLoader(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, packagesUnread: string | undefined): LoaderChoice {
+function withLoader(
+  p: Profile,
+  replicas: ReplicaPlan[],
+  opts: PlanInputs,
+  packagesUnread: string | undefined,
+): LoaderChoice {
   const choice = chooseLoader({
     pinned: p.engine.loadFormat,
     installed: opts.installedLoaders,
@@ -358,7 +440,8 @@ function withLoader(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, packa
     extraArgs: p.engine.extraArgs,
     engine: opts.engine,
   });
-  if (choice.format) for (const x of replicas) x.argv.splice(x.argv.indexOf('serve') + 2, 0, '--load-format', choice.format);
+  if (choice.format)
+    for (const x of replicas) x.argv.splice(x.argv.indexOf('serve') + 2, 0, '--load-format', choice.format);
   return choice;
 }
 
@@ -370,17 +453,32 @@ function withLoader(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, packa
 /** torch's loggers that say whether a compile came from its caches (codecache.py, autograd_cache.py). */
 export const TORCH_CACHE_LOGS = 'torch._inductor.codecache,torch._functorch._aot_autograd.autograd_cache';
 
-function withCaches(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, image: string | undefined): CachePlan | undefined {
+function withCaches(
+  p: Profile,
+  replicas: ReplicaPlan[],
+  opts: PlanInputs,
+  image: string | undefined,
+): CachePlan | undefined {
   if (p.engine.startCaches === false || opts.startCaches === false) return undefined;
   const stateEnv = opts.stateDir ? { ...process.env, SPARKCTL_STATE_DIR: opts.stateDir } : process.env;
-  const plan = planCaches({ profile: p.name, vllm: opts.installedVllm ?? p.engine.vllmVersion, ...(image ? { image: opts.imageId ?? image } : {}) }, p.env, cacheRootFor(stateEnv));
+  const plan = planCaches(
+    {
+      profile: p.name,
+      vllm: opts.installedVllm ?? p.engine.vllmVersion,
+      ...(image ? { image: opts.imageId ?? image } : {}),
+    },
+    p.env,
+    cacheRootFor(stateEnv),
+  );
   // This CPU build cannot load the AOT artifact it saved itself ("Compiling model again due to a load
   // failure ... 'function' object has no attribute 'finalize_loading'", test/fixtures/vllm-start): its
   // restart compiled again (75 s), while the standard compile cache (VLLM_USE_AOT_COMPILE=0, vllm/envs.py)
   // brought a restart's compile from 108 s to 13 s on the same host. A GPU build keeps vLLM's default.
   if (cpuBuild(opts.installedVllm) && opts.engine === 'vllm' && p.env.VLLM_USE_AOT_COMPILE === undefined) {
     plan.env.VLLM_USE_AOT_COMPILE = '0';
-    plan.notes.push('VLLM_USE_AOT_COMPILE=0: a CPU build of vLLM cannot load its own AOT compile artifact, so the restart reuses the standard compile cache instead');
+    plan.notes.push(
+      'VLLM_USE_AOT_COMPILE=0: a CPU build of vLLM cannot load its own AOT compile artifact, so the restart reuses the standard compile cache instead',
+    );
   }
   // A CPU build never uses vLLM's own compile cache: vllm/platforms/cpu.py turns VLLM_COMPILE into
   // DYNAMO_TRACE_ONCE with the inductor backend, so vLLM's CompilerManager (and its "Directly load the
@@ -389,7 +487,9 @@ function withCaches(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, image
   // hit or miss only at INFO on these two loggers: enabled, so the start report can say which it was.
   if (cpuBuild(opts.installedVllm) && opts.engine === 'vllm' && p.env.TORCH_LOGS === undefined) {
     plan.env.TORCH_LOGS = TORCH_CACHE_LOGS;
-    plan.notes.push(`TORCH_LOGS=${TORCH_CACHE_LOGS}: a CPU build compiles through torch's caches, not vLLM's, and torch logs their hit or miss only with these loggers on`);
+    plan.notes.push(
+      `TORCH_LOGS=${TORCH_CACHE_LOGS}: a CPU build compiles through torch's caches, not vLLM's, and torch logs their hit or miss only with these loggers on`,
+    );
   }
   for (const x of replicas) {
     x.env = { ...plan.env, ...x.env };

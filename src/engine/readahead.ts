@@ -14,7 +14,10 @@ export interface WeightFile {
   bytes: number;
 }
 
-/** The weight files of a model folder (one level down too: some repositories keep shards in a sub-folder), links resolved. */
+/**
+ * The weight files of a model folder (one level down too: some repositories keep shards in a sub-folder), links
+ * resolved.
+ */
 export async function weightFiles(dir: string, depth = 1): Promise<WeightFile[]> {
   const out: WeightFile[] = [];
   let names: string[];
@@ -45,19 +48,30 @@ interface ReadAheadDecision {
 }
 
 /** Whether to read ahead: something to read, memory that holds it twice over, not unified memory, not turned off. */
-export function decideReadAhead(x: { mode: 'auto' | 'off'; bytes: number; memAvailableBytes?: number; unified: boolean }): ReadAheadDecision {
+export function decideReadAhead(x: {
+  mode: 'auto' | 'off';
+  bytes: number;
+  memAvailableBytes?: number;
+  unified: boolean;
+}): ReadAheadDecision {
   const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
   if (x.mode === 'off') return { read: false, bytes: x.bytes, why: 'engine.readAhead is off' };
-  if (!x.bytes) return { read: false, bytes: 0, why: 'no weight files found to read (a Hub id not in the cache, or none on disk)' };
+  if (!x.bytes)
+    return { read: false, bytes: 0, why: 'no weight files found to read (a Hub id not in the cache, or none on disk)' };
   if (x.unified)
     return {
       read: false,
       bytes: x.bytes,
       why: `unified memory (DGX Spark): the page cache would take ${gib(x.bytes)} from the memory the GPU shares; the files are read once, by vLLM`,
     };
-  if (x.memAvailableBytes === undefined) return { read: false, bytes: x.bytes, why: 'the available memory could not be read (/proc/meminfo)' };
+  if (x.memAvailableBytes === undefined)
+    return { read: false, bytes: x.bytes, why: 'the available memory could not be read (/proc/meminfo)' };
   if (x.bytes > x.memAvailableBytes / 2)
-    return { read: false, bytes: x.bytes, why: `${gib(x.bytes)} of weights is more than half of the ${gib(x.memAvailableBytes)} available: reading ahead would evict what it read` };
+    return {
+      read: false,
+      bytes: x.bytes,
+      why: `${gib(x.bytes)} of weights is more than half of the ${gib(x.memAvailableBytes)} available: reading ahead would evict what it read`,
+    };
   return { read: true, bytes: x.bytes };
 }
 
@@ -71,7 +85,10 @@ interface ReadAheadResult {
  * Read every file once, `parallel` files at a time, each through its own fixed buffer (memory bounded
  * by parallel x chunk, whatever the file sizes); stops at the signal. GB/s is 10^9 bytes a second.
  */
-export async function readAhead(files: WeightFile[], opts: { parallel?: number; chunk?: number; signal?: AbortSignal } = {}): Promise<ReadAheadResult> {
+export async function readAhead(
+  files: WeightFile[],
+  opts: { parallel?: number; chunk?: number; signal?: AbortSignal } = {},
+): Promise<ReadAheadResult> {
   const parallel = Math.max(1, opts.parallel ?? 4);
   const chunk = opts.chunk ?? 8 * 2 ** 20;
   const t0 = performance.now();

@@ -25,7 +25,8 @@ export function recordedExecProblem(path: string): string | undefined {
   const st = statSync(real);
   if (!st.isFile()) return `${real === path ? 'it' : `${real} (where it leads)`} is not a regular file`;
   if (!(st.mode & 0o111)) return `${real} is not executable`;
-  if (st.mode & 0o022) return `${real} is writable by ${st.mode & 0o002 ? 'others' : 'its group'} (mode ${(st.mode & 0o7777).toString(8)})`;
+  if (st.mode & 0o022)
+    return `${real} is writable by ${st.mode & 0o002 ? 'others' : 'its group'} (mode ${(st.mode & 0o7777).toString(8)})`;
   for (const dir of new Set([dirname(real), dirname(path)])) {
     let d: ReturnType<typeof statSync>;
     try {
@@ -33,7 +34,8 @@ export function recordedExecProblem(path: string): string | undefined {
     } catch {
       return `its folder ${dir} cannot be read`;
     }
-    if (d.mode & 0o022) return `its folder ${dir} is writable by ${d.mode & 0o002 ? 'others' : 'its group'} (mode ${(d.mode & 0o7777).toString(8)}): anyone there could replace it`;
+    if (d.mode & 0o022)
+      return `its folder ${dir} is writable by ${d.mode & 0o002 ? 'others' : 'its group'} (mode ${(d.mode & 0o7777).toString(8)}): anyone there could replace it`;
   }
   return undefined;
 }

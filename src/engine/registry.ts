@@ -29,7 +29,9 @@ interface ServerRecord {
   profile: string;
   pid: number;
   startTime?: number;
-  /** SPARKCTL_INSTANCE=<marker> is in the environment of every process of this server (proves a group member is ours) */
+  /**
+   * SPARKCTL_INSTANCE=<marker> is in the environment of every process of this server (proves a group member is ours)
+   */
   marker?: string;
   port: number;
   url: string;
@@ -51,21 +53,38 @@ export interface Instance extends ServerRecord {
   apiKeyEnv?: string;
   readyAt?: string;
   readyTimeoutSeconds: number;
-  probe?: { timeoutMs: number; kvCacheUsageMax: number; waitingMax: number; gpuMemoryHeadroomPct: number; gpuMemoryUtilization: number };
-  prewarm?: { promptTokens: number[]; maxRounds: number; settleMargin: number; decodeTokens: number; timeoutSeconds: number };
+  probe?: {
+    timeoutMs: number;
+    kvCacheUsageMax: number;
+    waitingMax: number;
+    gpuMemoryHeadroomPct: number;
+    gpuMemoryUtilization: number;
+  };
+  prewarm?: {
+    promptTokens: number[];
+    maxRounds: number;
+    settleMargin: number;
+    decodeTokens: number;
+    timeoutSeconds: number;
+  };
   maxModelLen?: number;
   /** the --shutdown-timeout rendered (vLLM drains that long on SIGTERM); absent or 0: vLLM aborts */
   shutdownTimeoutSeconds?: number;
   /** 'router': the HAProxy in front of this profile's replicas (absent: a vLLM replica) */
   role?: 'router';
   router?: RouterRecord;
-  /** a replica behind a router on vLLM's --uds: the Unix socket it listens on (url is then util/socket-url.ts's unixUrl of it; port is not listened on) */
+  /**
+   * a replica behind a router on vLLM's --uds: the Unix socket it listens on (url is then util/socket-url.ts's unixUrl
+   * of it; port is not listened on)
+   */
   uds?: string;
   /** a replica behind a router: the router's public address (the profile is down while no live router answers there) */
   routedAt?: { host: string; port: number };
   /** runtime container: the container that runs it (pid, pgid and startTime are 0: the runtime owns its processes) */
   container?: ContainerRecord;
-  /** how serve was asked to start it and what it resolved: restart starts it the same way unless the operator changes it */
+  /**
+   * how serve was asked to start it and what it resolved: restart starts it the same way unless the operator changes it
+   */
   launch?: LaunchRecord;
   /** where its start's time went, phase by phase (engine/phases.ts) */
   start?: StartReport;
@@ -76,26 +95,37 @@ export interface Instance extends ServerRecord {
  * (one definition; LaunchRecord on this host and ClusterLaunch over nodes are each this plus their own).
  */
 export interface LaunchBase {
-  /** serve's --set overrides, in the order given (over nodes --runtime too, as engine.runtime; restart and upgrade apply them first, their own after) */
+  /**
+   * serve's --set overrides, in the order given (over nodes --runtime too, as engine.runtime; restart and upgrade apply
+   * them first, their own after)
+   */
   sets: string[];
   /** --profiles: the folder the profile was read from */
   profilesDir?: string;
   platform?: string;
 }
 
-/** serve's inputs beyond the profile file, and what it resolved from them (absent in entries written before it was kept). */
+/**
+ * serve's inputs beyond the profile file, and what it resolved from them (absent in entries written before it was
+ * kept).
+ */
 export interface LaunchRecord extends LaunchBase {
   gpus?: number;
   runtime?: 'host' | 'container';
   /** --router: HAProxy in front though the profile has no router: block */
   router?: boolean;
-  /** --allow-unauthenticated: beyond loopback without a key, as the operator allowed (restart, upgrade and watch start it so again, warned) */
+  /**
+   * --allow-unauthenticated: beyond loopback without a key, as the operator allowed (restart, upgrade and watch start
+   * it so again, warned)
+   */
   allowUnauthenticated?: boolean;
   /** engine.vllmVersion as the profile asked (auto or a pin), what it resolved to, and how */
   vllm: { asked: string; resolved: string; how: 'pinned' | 'installed' | 'unknown' };
   /** runtime container: the image it ran */
   image?: string;
-  /** runtime host: the vLLM it started on, fingerprinted (its version and its environment's packages: vllm-version.ts) */
+  /**
+   * runtime host: the vLLM it started on, fingerprinted (its version and its environment's packages: vllm-version.ts)
+   */
   fingerprint?: { version: string; packages: string; count: number };
   /**
    * What reaches the server but not its command line: each profile env variable's name with a
@@ -221,9 +251,19 @@ const LaunchShape = z.object({
   runtime: z.enum(['host', 'container']).optional(),
   router: z.boolean().optional(),
   allowUnauthenticated: z.boolean().optional(),
-  vllm: z.object({ asked: z.string().max(100), resolved: z.string().max(100), how: z.enum(['pinned', 'installed', 'unknown']) }),
+  vllm: z.object({
+    asked: z.string().max(100),
+    resolved: z.string().max(100),
+    how: z.enum(['pinned', 'installed', 'unknown']),
+  }),
   image: RecordImage.optional(),
-  fingerprint: z.object({ version: z.string().max(96), packages: z.string().regex(/^[a-f0-9]{16}$/), count: z.number().int().min(0).max(100_000) }).optional(),
+  fingerprint: z
+    .object({
+      version: z.string().max(96),
+      packages: z.string().regex(/^[a-f0-9]{16}$/),
+      count: z.number().int().min(0).max(100_000),
+    })
+    .optional(),
   settings: z
     .object({
       env: z.record(z.string().max(256), z.string().max(64)).refine((e) => Object.keys(e).length <= 512),
@@ -306,7 +346,10 @@ export interface ClusterRecord extends ServerRecord {
   ranks?: ClusterRank[];
   /** the server's start, phase by phase (rank 0's: the head's vLLM, its API, the first token; engine/phases.ts) */
   start?: StartReport;
-  /** each rank's start (native) or each node's whose lines Ray forwarded (cluster/rank-start.ts); read back through startOf */
+  /**
+   * each rank's start (native) or each node's whose lines Ray forwarded (cluster/rank-start.ts); read back through
+   * startOf
+   */
   starts?: Array<{ rank: number; node: string; start: StartReport }>;
   /**
    * Ray in containers: vLLM's process in the head's container, as the head's host sees it (its pid
@@ -315,11 +358,17 @@ export interface ClusterRecord extends ServerRecord {
    * was not found; the stop then uses the pid file in the container proven by ID)
    */
   inHead?: { pid: number; startTime: number };
-  /** how serve --nodes was asked to start it (absent in records written before it was kept): upgrade serves it again the same way */
+  /**
+   * how serve --nodes was asked to start it (absent in records written before it was kept): upgrade serves it again the
+   * same way
+   */
   launch?: ClusterLaunch;
 }
 
-/** serve --nodes' inputs beyond the profile file: what an upgrade over nodes serves the candidate (and the previous pin) with. */
+/**
+ * serve --nodes' inputs beyond the profile file: what an upgrade over nodes serves the candidate (and the previous pin)
+ * with.
+ */
 export interface ClusterLaunch extends LaunchBase {
   /** the profile as serve was given it (a name, a file's whole path, or a model id) */
   asked: string;
@@ -331,7 +380,10 @@ export interface ClusterLaunch extends LaunchBase {
   skipPreflight?: boolean;
 }
 
-/** serve --nodes' launch as the record kept it: hostile bytes too (a state file), checked field by field (keys in the record's order). */
+/**
+ * serve --nodes' launch as the record kept it: hostile bytes too (a state file), checked field by field (keys in the
+ * record's order).
+ */
 const ClusterLaunchShape = z.object({
   asked: z.string().min(1).max(4096),
   ...base,
@@ -355,10 +407,15 @@ const LAUNCH_SHAPE = { host: LaunchShape, nodes: ClusterLaunchShape };
  * A record's launch, checked by its placement's shape (a state file is read as untrusted input): the
  * launch, or none with why (problem: every field of the wrong shape; undefined: the record kept none).
  */
-export function readLaunch<P extends Placement>(at: P, rec: { launch?: unknown }): { launch: LaunchAt[P] } | { launch?: undefined; problem?: string } {
+export function readLaunch<P extends Placement>(
+  at: P,
+  rec: { launch?: unknown },
+): { launch: LaunchAt[P] } | { launch?: undefined; problem?: string } {
   const p = LAUNCH_SHAPE[at].safeParse(rec.launch);
   if (p.success) return { launch: p.data as LaunchAt[P] };
-  return rec.launch === undefined ? {} : { problem: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
+  return rec.launch === undefined
+    ? {}
+    : { problem: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
 }
 
 export interface ClusterRank {
@@ -398,7 +455,10 @@ export interface GatewayEntry {
   recovered?: boolean;
 }
 
-/** The logs the gateway writes (the keeper's and HAProxy's): how a marked group without its record is known as the gateway. */
+/**
+ * The logs the gateway writes (the keeper's and HAProxy's): how a marked group without its record is known as the
+ * gateway.
+ */
 const GATEWAY_LOGS = ['gateway-keeper.log', 'gateway.log'];
 
 const GatewayLaunchShape = z.object({
@@ -436,8 +496,12 @@ export interface RecordAt {
 /** Where each placement's records are kept under the state folder. */
 const RECORD_DIR: Record<Placement, string> = { host: 'instances', nodes: 'clusters' };
 
-/** The name a record is filed by: an entry on this host by its instance name, a record over nodes by its profile (one per profile). */
-const keyOf = <P extends Placement>(at: P, rec: RecordAt[P]): string => (at === 'host' ? (rec as Instance).name : (rec as ClusterRecord).profile);
+/**
+ * The name a record is filed by: an entry on this host by its instance name, a record over nodes by its profile (one
+ * per profile).
+ */
+const keyOf = <P extends Placement>(at: P, rec: RecordAt[P]): string =>
+  at === 'host' ? (rec as Instance).name : (rec as ClusterRecord).profile;
 
 export class Registry {
   readonly dir: string;
@@ -450,7 +514,10 @@ export class Registry {
     ensureDir(join(stateDir, 'logs'), 'state folder', fix);
   }
 
-  /** The file a server's record is kept in: the placement decides (this host: instances/NAME.json; over nodes: clusters/PROFILE.json). */
+  /**
+   * The file a server's record is kept in: the placement decides (this host: instances/NAME.json; over nodes:
+   * clusters/PROFILE.json).
+   */
   private fileOf(at: Placement, name: string) {
     return join(this.stateDir, RECORD_DIR[at], `${name}.json`);
   }
@@ -479,7 +546,12 @@ export class Registry {
     // the launch ledger is this host's (a container launched here): a record over nodes never names one
     if (at === 'host')
       try {
-        marker = ledgerMarkerOf(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown });
+        marker = ledgerMarkerOf(
+          JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })) as {
+            marker?: unknown;
+            container?: unknown;
+          },
+        );
       } catch {
         /* no entry (a recovered orphan): its name is not a file */
       }
@@ -516,14 +588,18 @@ export class Registry {
       const file = join(this.dir, f);
       let reason: string;
       try {
-        const parsed = InstanceShape.safeParse(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })));
+        const parsed = InstanceShape.safeParse(
+          JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })),
+        );
         if (parsed.success && parsed.data.name === f.slice(0, -5)) {
           const inst = parsed.data as unknown as Instance;
           const proof = runtimeOf(inst).prove(inst);
           out.push({ inst, alive: proof.state === 'alive' || proof.state === 'degraded', proof });
           continue;
         }
-        reason = parsed.success ? `names "${parsed.data.name}", not ${f.slice(0, -5)}` : shapeIssues(parsed.error, '(entry)');
+        reason = parsed.success
+          ? `names "${parsed.data.name}", not ${f.slice(0, -5)}`
+          : shapeIssues(parsed.error, '(entry)');
       } catch (e) {
         reason = (e as Error).message;
       }
@@ -564,7 +640,9 @@ export class Registry {
 
   private readGatewayLaunch(): GatewayLaunch | undefined {
     try {
-      const r = GatewayLaunchShape.safeParse(JSON.parse(readTextSync(this.gatewayFile(), { maxBytes: READ_LIMITS.record, noFollow: true })));
+      const r = GatewayLaunchShape.safeParse(
+        JSON.parse(readTextSync(this.gatewayFile(), { maxBytes: READ_LIMITS.record, noFollow: true })),
+      );
       return r.success ? (r.data as GatewayLaunch) : undefined;
     } catch {
       return undefined;
@@ -585,9 +663,18 @@ export class Registry {
       if (!GATEWAY_LOGS.includes(basename(g.log)) || dirname(g.log) !== join(this.stateDir, 'logs')) continue;
       const pgid = processGroup(g.pids[0]!);
       if (!pgid) continue;
-      const rec: GatewayLaunch = { version: 1, pid: pgid, pgid, startTime: leaderStartOrGone(pgid), marker, logFile: g.log, launchedAt: new Date(0).toISOString() };
+      const rec: GatewayLaunch = {
+        version: 1,
+        pid: pgid,
+        pgid,
+        startTime: leaderStartOrGone(pgid),
+        marker,
+        logFile: g.log,
+        launchedAt: new Date(0).toISOString(),
+      };
       const proof = proveIdentity(rec);
-      if (proof.state === 'alive' || proof.state === 'degraded') return { launch: rec, proof, alive: true, recovered: true };
+      if (proof.state === 'alive' || proof.state === 'degraded')
+        return { launch: rec, proof, alive: true, recovered: true };
     }
     return undefined;
   }
@@ -621,18 +708,30 @@ export class Registry {
         argv: [],
         startedAt: c.launchedAt,
         readyTimeoutSeconds: 0,
-        container: { cli: c.cli, cliArgs: c.cliArgs, name: c.name, image: '', id: readCidFile(c.cidFile), cidFile: c.cidFile },
+        container: {
+          cli: c.cli,
+          cliArgs: c.cliArgs,
+          name: c.name,
+          image: '',
+          id: readCidFile(c.cidFile),
+          cidFile: c.cidFile,
+        },
       };
       const proof = runtimeOf(inst).prove(inst);
-      if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
+      if (proof.state === 'alive' || proof.state === 'degraded')
+        out.push({ inst, alive: true, proof, recovered: true });
       // the run never made a container: the record is spent
       else if (proof.state === 'gone') removeLedger(this.stateDir, c.marker);
     }
     return out;
   }
 
-  /** Live processes that carry a marker not in `known` and write to a log under this state folder's logs/, by marker. */
-  private markedGroups(known: Set<string>): Map<string, { pids: number[]; log: string; logDeleted: boolean; haproxy: boolean }> {
+  /**
+   * Live processes that carry a marker not in `known` and write to a log under this state folder's logs/, by marker.
+   */
+  private markedGroups(
+    known: Set<string>,
+  ): Map<string, { pids: number[]; log: string; logDeleted: boolean; haproxy: boolean }> {
     const logs = join(this.stateDir, 'logs') + '/';
     const byMarker = new Map<string, { pids: number[]; log: string; logDeleted: boolean; haproxy: boolean }>();
     for (const d of readdirSync('/proc')) {
@@ -697,7 +796,8 @@ export class Registry {
         readyTimeoutSeconds: 0,
       };
       const proof = proveIdentity(inst);
-      if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true, ...(g.logDeleted ? { logDeleted: true } : {}) });
+      if (proof.state === 'alive' || proof.state === 'degraded')
+        out.push({ inst, alive: true, proof, recovered: true, ...(g.logDeleted ? { logDeleted: true } : {}) });
     }
     return out;
   }
@@ -714,11 +814,15 @@ export class Registry {
    */
   servers(only?: Placement): ServerEntry[] {
     const host: ServerEntry[] = only === 'nodes' ? [] : this.list().map((e) => ({ kind: 'host' as const, ...e }));
-    const nodes: ServerEntry[] = only === 'host' ? [] : this.clusters().map((record) => ({ kind: 'nodes' as const, record }));
+    const nodes: ServerEntry[] =
+      only === 'host' ? [] : this.clusters().map((record) => ({ kind: 'nodes' as const, record }));
     return [...host, ...nodes];
   }
 
-  /** The entries of one placement that could not be read (an entry on this host is kept aside; a record over nodes is left in place). */
+  /**
+   * The entries of one placement that could not be read (an entry on this host is kept aside; a record over nodes is
+   * left in place).
+   */
   corruptOf(placement: Placement): CorruptEntry[] {
     return this.corrupt.filter((c) => this.nodesCorrupt.has(c) === (placement === 'nodes'));
   }
@@ -743,12 +847,16 @@ export class Registry {
       const file = join(dir, f);
       let reason: string;
       try {
-        const parsed = ClusterShape.safeParse(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })));
+        const parsed = ClusterShape.safeParse(
+          JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })),
+        );
         if (parsed.success && parsed.data.profile === f.slice(0, -5)) {
           out.push(parsed.data as unknown as ClusterRecord);
           continue;
         }
-        reason = parsed.success ? `names "${parsed.data.profile}", not ${f.slice(0, -5)}` : shapeIssues(parsed.error, '(record)');
+        reason = parsed.success
+          ? `names "${parsed.data.profile}", not ${f.slice(0, -5)}`
+          : shapeIssues(parsed.error, '(record)');
       } catch (e) {
         reason = (e as Error).message;
       }
@@ -771,7 +879,10 @@ export class Registry {
     return lockFile(
       join(this.stateDir, 'lock'),
       timeoutMs,
-      (pid) => new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + pid]),
+      (pid) =>
+        new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, [
+          'wait for it to finish, or check it with ps -p ' + pid,
+        ]),
     );
   }
 }
@@ -796,7 +907,9 @@ export function logTarget(link: string, exists: (p: string) => boolean): LogTarg
 /** The process runs the haproxy executable (its argv[0]'s name): a router of ours, found by its marker. */
 function isHaproxy(pid: number): boolean {
   try {
-    return basename(readTextSync(`/proc/${pid}/cmdline`, { maxBytes: READ_LIMITS.proc }).split('\0')[0] ?? '') === 'haproxy';
+    return (
+      basename(readTextSync(`/proc/${pid}/cmdline`, { maxBytes: READ_LIMITS.proc }).split('\0')[0] ?? '') === 'haproxy'
+    );
   } catch {
     return false;
   }

@@ -32,7 +32,10 @@ export interface Relaunch {
   started: ReturnType<typeof howStarted>;
   /** what the version decision warns of (a pin the installed vLLM does not match, ...) */
   warnings: string[];
-  /** a host install: how the vLLM under the replicas changed since they started (undefined: the same, or not fingerprinted) */
+  /**
+   * a host install: how the vLLM under the replicas changed since they started (undefined: the same, or not
+   * fingerprinted)
+   */
   vllmChange?: ReturnType<typeof fingerprintChange>;
 }
 
@@ -71,7 +74,10 @@ export async function relaunchPlan(profileName: string, entries: Entry[], x: Rel
   const fingerprint = hostVllm ? await vllmFingerprint(started.vllmBin) : undefined;
   const was = recordOf(replicas)?.fingerprint;
   const vllmChange = hostVllm && was ? fingerprintChange(was, fingerprint) : undefined;
-  const launch = withFingerprint(launchRecord(as, prepared.vllm, prepared.image?.ref ?? prepared.vllm.image, prepared.profile), fingerprint);
+  const launch = withFingerprint(
+    launchRecord(as, prepared.vllm, prepared.image?.ref ?? prepared.vllm.image, prepared.profile),
+    fingerprint,
+  );
   const plan = buildServePlan(prepared, {
     ...started,
     prewarm: x.prewarm,

@@ -16,7 +16,11 @@ export function howStarted(entries: Entry[]): { engine: EngineKind; vllmBin: str
   const first = entries.find((e) => e.inst.role !== 'router' && !e.recovered)?.inst ?? entries[0]!.inst;
   const argv = first.argv;
   const at = argv.indexOf('--sim-load-seconds');
-  return { engine: first.engine, vllmBin: first.engine === 'vllm' ? (argv[0] ?? 'vllm') : 'vllm', simLoadSeconds: at >= 0 ? argv[at + 1] : undefined };
+  return {
+    engine: first.engine,
+    vllmBin: first.engine === 'vllm' ? (argv[0] ?? 'vllm') : 'vllm',
+    simLoadSeconds: at >= 0 ? argv[at + 1] : undefined,
+  };
 }
 
 /** The launch record of the profile's replicas (the first one that has one: they were served together). */
@@ -46,8 +50,15 @@ export function lastOfEach(sets: string[]): string[] {
   return sets.filter((s, i) => sets.indexOf(s, i + 1) < 0);
 }
 
-/** serve's recorded inputs with restart's on top: its --set after serve's (a later --set wins), its --profiles and --gpus over serve's. */
-export function servedAs(rec: LaunchRecord | undefined, now: { set: string[]; profiles?: string; gpus?: number; allowUnauthenticated?: boolean }, hadRouter: boolean): ServedAs {
+/**
+ * serve's recorded inputs with restart's on top: its --set after serve's (a later --set wins), its --profiles and
+ * --gpus over serve's.
+ */
+export function servedAs(
+  rec: LaunchRecord | undefined,
+  now: { set: string[]; profiles?: string; gpus?: number; allowUnauthenticated?: boolean },
+  hadRouter: boolean,
+): ServedAs {
   return {
     set: lastOfEach([...(rec?.sets ?? []), ...now.set]),
     profiles: now.profiles ?? recordedProfiles(rec?.profilesDir),
@@ -70,24 +81,43 @@ export function recordedProfiles(dir: string | undefined): string | undefined {
   if (existsSync(resolve(dir))) return dir;
   throw new UsageError(
     `the server's record names its profiles folder as ${JSON.stringify(dir)}, relative to the folder it was served from (a record written before sparkctl kept the whole path); from ${process.cwd()} there is no such folder`,
-    ['give the folder again: --profiles DIR (it is recorded by its whole path from then on)', 'or run the command from the folder the server was served from'],
+    [
+      'give the folder again: --profiles DIR (it is recorded by its whole path from then on)',
+      'or run the command from the folder the server was served from',
+    ],
   );
 }
 
 /** Each replica of the plan against the entry that runs it now: what its restart would change (empty: nothing). */
-export function replicaChanges(plan: Pick<ServePlan, 'replicas' | 'launch'>, replicas: Entry[]): Array<{ name: string; changes: string[] }> {
+export function replicaChanges(
+  plan: Pick<ServePlan, 'replicas' | 'launch'>,
+  replicas: Entry[],
+): Array<{ name: string; changes: string[] }> {
   return plan.replicas.map((p) => {
     const e = replicas.find((x) => x.inst.name === p.name);
     if (!e) return { name: p.name, changes: ['a new replica (not running now)'] };
-    return { name: p.name, changes: plan.launch ? launchChanges({ argv: e.inst.argv, launch: readLaunch('host', e.inst).launch }, { argv: p.argv, launch: plan.launch }) : [] };
+    return {
+      name: p.name,
+      changes: plan.launch
+        ? launchChanges(
+            { argv: e.inst.argv, launch: readLaunch('host', e.inst).launch },
+            { argv: p.argv, launch: plan.launch },
+          )
+        : [],
+    };
   });
 }
 
 /** The lines restart says before it acts: one block when every replica changes alike, else one per replica. */
-export function changeLines(profile: string, changes: Array<{ name: string; changes: string[] }>, reused: string[]): string[] {
+export function changeLines(
+  profile: string,
+  changes: Array<{ name: string; changes: string[] }>,
+  reused: string[],
+): string[] {
   const out: string[] = [];
   const from = reused.length ? ` (serve's ${reused.join(' ')} kept)` : '';
-  if (changes.every((c) => !c.changes.length)) return [`${profile}: unchanged since it was served${from}: each replica starts with the argv it runs with now`];
+  if (changes.every((c) => !c.changes.length))
+    return [`${profile}: unchanged since it was served${from}: each replica starts with the argv it runs with now`];
   const same = changes.every((c) => c.changes.join('\0') === changes[0]!.changes.join('\0'));
   out.push(`${profile}: changed since it was served${from}:`);
   if (same) out.push(...changes[0]!.changes.map((l) => `  ${l}`));
@@ -95,7 +125,10 @@ export function changeLines(profile: string, changes: Array<{ name: string; chan
   return out;
 }
 
-/** serve's own flags that a restart keeps, as an operator would have typed them (each value quoted for a shell where it needs it). */
+/**
+ * serve's own flags that a restart keeps, as an operator would have typed them (each value quoted for a shell where it
+ * needs it).
+ */
 export function reusedFlags(rec: LaunchRecord | undefined): string[] {
   if (!rec) return [];
   const out = rec.sets.map((s) => `--set ${shellQuote(s)}`);

@@ -17,9 +17,15 @@ export interface RouterLaunched extends ChildRecord {
 export interface RouterDriver {
   /** throws a UsageError naming the fix when the router's program is not installed */
   require(r: RouterPlan): void;
-  /** before any replica is launched: the router's failure when it could not start now (its config refused, a port another process holds), else undefined */
+  /**
+   * before any replica is launched: the router's failure when it could not start now (its config refused, a port
+   * another process holds), else undefined
+   */
   precheck(r: RouterPlan): Promise<RouterOutcome | undefined>;
-  /** launch it, registered the moment it is spawned, and wait until it is ready; never throws for a router that fails: the outcome says why */
+  /**
+   * launch it, registered the moment it is spawned, and wait until it is ready; never throws for a router that fails:
+   * the outcome says why
+   */
   start(plan: ServePlan, registry: Registry): Promise<{ launched?: RouterLaunched; outcome: RouterOutcome }>;
   /** each server as the router sees it now ('unknown' when it does not answer, 'missing' when it lacks one) */
   servers(r: RouterPlan, servers: RouterOutcome['servers']): Promise<RouterOutcome['servers']>;

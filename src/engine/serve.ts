@@ -20,7 +20,13 @@ import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
 import { diagnose, failedBefore, type Diagnosis } from './diagnose.js';
 import { graceMsOf } from './stop.js';
 import { replicaRun } from './plan.js';
-import { prewarm, gpuMemoryReader, type PrewarmRequest, type PrewarmResult, type PrewarmSettings } from '../health/prewarm.js';
+import {
+  prewarm,
+  gpuMemoryReader,
+  type PrewarmRequest,
+  type PrewarmResult,
+  type PrewarmSettings,
+} from '../health/prewarm.js';
 import { probe, type ProbeResult, type ProbeSettings } from '../health/probe.js';
 import { targetFromUrl, type Target } from '../health/target.js';
 import { targetFromInstance } from './target.js';
@@ -28,7 +34,14 @@ import type { ReadyResult } from '../client/ready.js';
 import type { ClusterRecord } from './registry.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
-import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
+import {
+  judgeColocation,
+  serverNeed,
+  largestShare,
+  shareBase,
+  type GpuMemory,
+  type ServerNeed,
+} from '../profiles/colocate.js';
 import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
 import { prepareStart, startReports, StartRecord, type GroupAt } from './start.js';
 import { executorFor, finishStarts, nodesOutcome, type GroupLaunch, type NodeWatch } from './cluster/index.js';
@@ -57,7 +70,12 @@ export function serve(plan: Plan, run: ServeRun): Promise<ServeOutcome> {
 }
 
 /** A group as its start clock names it: its node by name over nodes (a replica here has none). */
-const groupAt = (g: ServerGroup): GroupAt => ({ index: g.index, server: g.server, ...(g.node.kind === 'node' ? { node: nodeName(g) } : {}), ready: g.ready });
+const groupAt = (g: ServerGroup): GroupAt => ({
+  index: g.index,
+  server: g.server,
+  ...(g.node.kind === 'node' ? { node: nodeName(g) } : {}),
+  ready: g.ready,
+});
 
 /** What the one readiness watch needs of an endpoint, wherever its groups run. */
 interface Endpoint {
@@ -74,8 +92,15 @@ interface Endpoint {
   pollMs?: number;
 }
 
-/** One endpoint's readiness (launch.ts watchReady) under the plan's deadline and stall timer, its phases said as events. */
-function watchEndpoint(plan: PlanCore, e: Endpoint, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ReadyResult> {
+/**
+ * One endpoint's readiness (launch.ts watchReady) under the plan's deadline and stall timer, its phases said as events.
+ */
+function watchEndpoint(
+  plan: PlanCore,
+  e: Endpoint,
+  run: { apiKey?: string; signal?: AbortSignal },
+  emit: EventSink,
+): Promise<ReadyResult> {
   return watchReady(e.view, {
     url: e.url,
     servedName: plan.servedName,
@@ -85,7 +110,8 @@ function watchEndpoint(plan: PlanCore, e: Endpoint, run: { apiKey?: string; sign
     signal: run.signal,
     pollMs: e.pollMs,
     clock: e.clock,
-    onPhase: (phase) => emit({ type: 'phase', replica: e.replica, ...(e.node === undefined ? {} : { node: e.node }), phase }),
+    onPhase: (phase) =>
+      emit({ type: 'phase', replica: e.replica, ...(e.node === undefined ? {} : { node: e.node }), phase }),
     ours: e.ours,
     hung: e.hung,
   });
@@ -110,7 +136,10 @@ export interface Placed<H> {
   launched(h: H, g: ServerGroup): void;
   /** this host: once cancelled no further group is launched, and the serve is interrupted */
   cancel?: AbortSignal;
-  /** every group launched: what stop and status read is written (this host: each was registered at its spawn; the registry's lock is released) */
+  /**
+   * every group launched: what stop and status read is written (this host: each was registered at its spawn; the
+   * registry's lock is released)
+   */
   record(hs: H[]): void;
   /** the endpoints the one watch asks, each raced against the end of every group */
   endpoints(hs: H[]): Endpoint[];
@@ -135,13 +164,19 @@ type Serving =
 interface Warming {
   /** the ready endpoints, as prewarm and the deep probe ask them (with the plan's settings) */
   endpoints: Warmed[];
-  /** warm, before the probe (this host: the router, so that no client meets a cold replica); a failure's outcome ends the serve */
+  /**
+   * warm, before the probe (this host: the router, so that no client meets a cold replica); a failure's outcome ends
+   * the serve
+   */
   warm?: () => Promise<ServeOutcome | undefined>;
   /** each endpoint's prewarm (where it ran) and probe, in endpoint order: the outcome */
   outcome(prewarmed: PrewarmResult[], probed: ProbeResult[]): Promise<ServeOutcome>;
 }
 
-/** After ready, for every placement: prewarm each endpoint (where the plan asks), what must follow warmth, one deep probe of each; the outcome. */
+/**
+ * After ready, for every placement: prewarm each endpoint (where the plan asks), what must follow warmth, one deep
+ * probe of each; the outcome.
+ */
 async function afterReady(plan: PlanCore, s: Serving, emit: EventSink): Promise<ServeOutcome> {
   if ('attach' in s) return s.attach();
   const prewarmed = plan.prewarm ? await prewarmEach(s.endpoints, plan.profile.prewarm, emit) : [];
@@ -164,7 +199,12 @@ const observing =
  * (watchEndpoint), each raced against the end of every group with the stall and hang watch; on a
  * failure or a cancellation, stop what started; then prewarm and probe the endpoints (afterReady).
  */
-export async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+export async function servePlaced<H>(
+  plan: PlanCore,
+  p: Placed<H>,
+  run: { apiKey?: string; signal?: AbortSignal },
+  emit: EventSink,
+): Promise<ServeOutcome> {
   try {
     return await placedLoop(plan, p, run, emit);
   } finally {
@@ -175,7 +215,12 @@ export async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey
   }
 }
 
-async function placedLoop<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+async function placedLoop<H>(
+  plan: PlanCore,
+  p: Placed<H>,
+  run: { apiKey?: string; signal?: AbortSignal },
+  emit: EventSink,
+): Promise<ServeOutcome> {
   if (p.start.notes.length) emit({ type: 'cold-start', notes: p.start.notes });
   let hs: H[];
   try {
@@ -245,7 +290,16 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     launch: (g) => place.launch(stepOf(g), g.index, start.launched(groupAt(g))),
     launched: (h) => {
       begun.push(h);
-      emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: h.node, pid: h.pid, logFile: h.logFile, ...(h.rank === undefined ? {} : { rank: h.rank }) });
+      emit({
+        type: 'launched',
+        replica: plan.replica.name,
+        port: plan.replica.port,
+        gpus: [],
+        node: h.node,
+        pid: h.pid,
+        logFile: h.logFile,
+        ...(h.rank === undefined ? {} : { rank: h.rank }),
+      });
     },
     record: (hs) => {
       record = place.record(hs);
@@ -253,13 +307,25 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     },
     endpoints: () => {
       watch = place.watch(record!, start);
-      return [{ replica: plan.replica.name, node: plan.nf.head.name, url: record!.url, pollMs: 250, clock: start.clockOf(plan.replica.name), ...watch }];
+      return [
+        {
+          replica: plan.replica.name,
+          node: plan.nf.head.name,
+          url: record!.url,
+          pollMs: 250,
+          clock: start.clockOf(plan.replica.name),
+          ...watch,
+        },
+      ];
     },
     failed,
     notReady: async (hs, [r]) =>
-      !r || r.ok || r.reason === 'interrupted' ? failed(failedBefore('interrupted', 'cancelled while waiting for vLLM to be ready', []), hs, 'interrupted') : failed(await watch!.failure(r), hs),
+      !r || r.ok || r.reason === 'interrupted'
+        ? failed(failedBefore('interrupted', 'cancelled while waiting for vLLM to be ready', []), hs, 'interrupted')
+        : failed(await watch!.failure(r), hs),
     ready: async () => nodesServing(plan, record!, place.joined(record!, view), Date.now() - started, emit, start),
-    // a throw on the way (a bug): what started is stopped (the groups, then what `before` started) and unrecorded, then the throw goes on
+    // a throw on the way (a bug): what started is stopped (the groups, then what `before` started) and unrecorded, then
+    // the throw goes on
     abandon: async () => {
       emit({ type: 'stopping', why: 'failed', replicas: begun.length });
       await place.stop(begun, record);
@@ -272,7 +338,10 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
 /** The driver for a plan with a router; undefined for one without. */
 function routerDriverOf(plan: ServePlan, run: ServeRun): RouterDriver | undefined {
   if (!plan.router) return undefined;
-  if (!run.router) throw new Error(`${plan.profile.name}: the plan has a router and serve was handed no router driver (ServeRun.router)`);
+  if (!run.router)
+    throw new Error(
+      `${plan.profile.name}: the plan has a router and serve was handed no router driver (ServeRun.router)`,
+    );
   return run.router;
 }
 
@@ -323,7 +392,13 @@ function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
 function runningNeed(inst: Instance): ServerNeed {
   const i = inst.argv.indexOf('--kv-cache-memory-bytes');
   const kv = i >= 0 && /^\d+$/.test(inst.argv[i + 1] ?? '') ? Number(inst.argv[i + 1]) : undefined;
-  return { name: inst.name, share: inst.probe?.gpuMemoryUtilization ?? 0.9, kvCacheMemoryBytes: kv, weightsBytes: 0, reserveBytes: 0 };
+  return {
+    name: inst.name,
+    share: inst.probe?.gpuMemoryUtilization ?? 0.9,
+    kvCacheMemoryBytes: kv,
+    weightsBytes: 0,
+    reserveBytes: 0,
+  };
 }
 
 interface Colocated {
@@ -360,9 +435,18 @@ export function conflictsWith(plan: ServePlan, live: readonly Instance[], placed
       // earlier replicas of this plan on the same GPU count too
       const mine = taken.filter((q) => q !== p && q.gpus.includes(g) && taken.indexOf(q) < taken.indexOf(p));
       if (!on.length && !mine.length) continue;
-      const running = [...on.map(runningNeed), ...mine.map((q) => serverNeed(q.name, plan.profile, gpu.totalBytes, plan.modelFacts))];
+      const running = [
+        ...on.map(runningNeed),
+        ...mine.map((q) => serverNeed(q.name, plan.profile, gpu.totalBytes, plan.modelFacts)),
+      ];
       const v = judgeColocation(gpu, running, serverNeed(p.name, plan.profile, gpu.totalBytes, plan.modelFacts));
-      if (v.fits) placed.push({ replica: p.name, gpu: g, with: [...on.map((i) => i.name), ...mine.map((q) => q.name)], summary: v.summary });
+      if (v.fits)
+        placed.push({
+          replica: p.name,
+          gpu: g,
+          with: [...on.map((i) => i.name), ...mine.map((q) => q.name)],
+          summary: v.summary,
+        });
       else
         out.push(
           `GPU ${g}: held by ${on.map((i) => `${i.name} (pid ${i.pid})`).join(', ') || mine.map((q) => q.name).join(', ')}, and ${p.name} does not fit beside it: ${v.problems.join('; ')}; ${colocationFix(
@@ -382,9 +466,15 @@ export function conflictsWith(plan: ServePlan, live: readonly Instance[], placed
  * weights and reserve with room for a KV cache (a share of 0, or one below its own weights, is a fix
  * that changes nothing); otherwise what to stop.
  */
-export function colocationFix(gpu: GpuMemory, running: ServerNeed[], mine: ServerNeed, runningProfiles: string[]): string {
+export function colocationFix(
+  gpu: GpuMemory,
+  running: ServerNeed[],
+  mine: ServerNeed,
+  runningProfiles: string[],
+): string {
   const share = largestShare(gpu, running);
-  if (share > 0 && share * shareBase(gpu) > mine.weightsBytes + mine.reserveBytes) return `fix: --set engine.gpuMemoryUtilization=${share} (the largest share that fits beside them)`;
+  if (share > 0 && share * shareBase(gpu) > mine.weightsBytes + mine.reserveBytes)
+    return `fix: --set engine.gpuMemoryUtilization=${share} (the largest share that fits beside them)`;
   const stops = [...new Set(runningProfiles)];
   return `no share of this GPU holds ${mine.name}'s weights beside them; fix: ${stops.length ? stops.map((n) => `sparkctl stop ${n}`).join(', then ') : 'stop what holds it'}, or serve it on a GPU that is free`;
 }
@@ -413,7 +503,17 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   // A router that cannot start must not cost a 15-minute load first.
   if (plan.router) driver!.require(plan.router);
   const start = await prepareStart(plan);
-  const s: Session = { plan, run, emit: observing(start, run.onEvent), registry, rt, driver, launched: [], registered: new Set(), start };
+  const s: Session = {
+    plan,
+    run,
+    emit: observing(start, run.onEvent),
+    registry,
+    rt,
+    driver,
+    launched: [],
+    registered: new Set(),
+    start,
+  };
   try {
     return await served(s);
   } finally {
@@ -421,9 +521,17 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   }
 }
 
-/** launch -> ready -> prewarm -> probe (serve's one loop, placed on this host), each replica's start report on its outcome and in its entry. */
+/**
+ * launch -> ready -> prewarm -> probe (serve's one loop, placed on this host), each replica's start report on its
+ * outcome and in its entry.
+ */
 async function served(s: Session): Promise<ServeOutcome> {
-  const out = await servePlaced(s.plan, localPlaced(s), { apiKey: s.run.secrets.VLLM_API_KEY, signal: s.run.signal }, s.emit);
+  const out = await servePlaced(
+    s.plan,
+    localPlaced(s),
+    { apiKey: s.run.secrets.VLLM_API_KEY, signal: s.run.signal },
+    s.emit,
+  );
   for (const { replica, start } of await startReports(s.start, s.emit)) {
     const r = out.replicas.find((x) => x.name === replica);
     if (r) r.start = start;
@@ -475,7 +583,9 @@ function localPlaced(s: Session): Placed<Launched> {
           ...conflicts,
           // a port's line has its own fix; a GPU's needs these
           ...(conflicts.some((x) => x.startsWith('GPU'))
-            ? [`sparkctl stop <name> first, or --set server.port=N${plan.host.gpus > 1 ? ' / parallel.firstGpu=N' : ''} / engine.gpuMemoryUtilization=SHARE`]
+            ? [
+                `sparkctl stop <name> first, or --set server.port=N${plan.host.gpus > 1 ? ' / parallel.firstGpu=N' : ''} / engine.gpuMemoryUtilization=SHARE`,
+              ]
             : []),
         ]);
       for (const c of placed) s.emit({ type: 'colocated', ...c });
@@ -484,7 +594,14 @@ function localPlaced(s: Session): Placed<Launched> {
       if (!routerRefused) return undefined;
       releaseLock();
       s.emit({ type: 'router', router: routerRefused });
-      return { profile: plan.profile.name, engine: plan.engine, replicas: [], status: 'launch-failed', stoppedAll: true, router: routerRefused };
+      return {
+        profile: plan.profile.name,
+        engine: plan.engine,
+        replicas: [],
+        status: 'launch-failed',
+        stoppedAll: true,
+        router: routerRefused,
+      };
     },
     before: async () => undefined,
     // each a replica on the local node, registered the moment it is spawned
@@ -497,12 +614,23 @@ function localPlaced(s: Session): Placed<Launched> {
         s.registered.add(p.name);
       });
       s.launched.push(l);
-      (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
+      (await log())?.debug(
+        { replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile },
+        'launched',
+      );
       return { ref: l };
     },
     launched: (l) => {
       const p = l.plan;
-      s.emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, ...(p.uds ? { uds: p.uds } : {}), gpus: p.gpus, logFile: p.logFile });
+      s.emit({
+        type: 'launched',
+        replica: p.name,
+        pid: l.pid,
+        port: p.port,
+        ...(p.uds ? { uds: p.uds } : {}),
+        gpus: p.gpus,
+        logFile: p.logFile,
+      });
     },
     record: releaseLock,
     endpoints: (launched) =>
@@ -527,9 +655,16 @@ function localPlaced(s: Session): Placed<Launched> {
       results.forEach((res, i) => {
         if (res.ok) replicas[i]!.readyMs = res.ms;
         // Only what this launch wrote is classified: an earlier run's OOM is not today's cause.
-        else if (res.reason !== 'interrupted' || !interrupted) replicas[i]!.failure = diagnose(res, launched[i]!.tail.text());
+        else if (res.reason !== 'interrupted' || !interrupted)
+          replicas[i]!.failure = diagnose(res, launched[i]!.tail.text());
       });
-      return { profile: plan.profile.name, engine: plan.engine, replicas, status: interrupted ? 'interrupted' : 'launch-failed', stoppedAll: true };
+      return {
+        profile: plan.profile.name,
+        engine: plan.engine,
+        replicas,
+        status: interrupted ? 'interrupted' : 'launch-failed',
+        stoppedAll: true,
+      };
     },
     ready: async (launched, results) => {
       const replicas = launched.map((l) => replicaOutcome(plan, l));
@@ -567,7 +702,11 @@ function localServing(s: Session, replicas: ReplicaOutcome[]): Serving {
     await stopAll(s);
     return { ...base, status: 'launch-failed', stoppedAll: true, router: router.outcome };
   };
-  if (plan.foreground) return { attach: async () => (await routerUp()) ?? foreground(plan, s.launched, replicas, s.registry, run, s.emit, router?.launched) };
+  if (plan.foreground)
+    return {
+      attach: async () =>
+        (await routerUp()) ?? foreground(plan, s.launched, replicas, s.registry, run, s.emit, router?.launched),
+    };
   for (const l of s.launched) l.child?.unref();
   const targets = s.launched.map((l) => {
     const t = targetFromInstance(s.registry.find(l.plan.name)[0]?.inst ?? instanceOf(plan, l.plan, l));
@@ -585,12 +724,19 @@ function localServing(s: Session, replicas: ReplicaOutcome[]): Serving {
       for (const [i, r] of prewarmed.entries()) replicas[i]!.prewarm = r;
       for (const [i, r] of probed.entries()) replicas[i]!.probe = r;
       if (router?.launched) router.outcome.servers = await s.driver!.servers(plan.router!, router.outcome.servers);
-      return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
+      return {
+        ...base,
+        status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy',
+        stoppedAll: false,
+        router: router?.outcome,
+      };
     },
   };
 }
 
-/** Stop every launch we registered (proven first, by the runtime); a second cancellation (force) cuts the drain short. */
+/**
+ * Stop every launch we registered (proven first, by the runtime); a second cancellation (force) cuts the drain short.
+ */
 async function stopAll({ launched, registered, rt, registry, run, emit }: Session): Promise<void> {
   const onForce = () => emit({ type: 'stopping', why: 'forced', replicas: launched.length });
   if (run.force?.aborted) onForce();
@@ -657,30 +803,65 @@ function localWarmed({ plan, emit }: Session, targets: Target[]): Warmed[] {
  * as on one host against the head's endpoint (prewarm's requests time the first token, they are not
  * said), then every rank's start report, said and kept in the record.
  */
-function nodesServing(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, emit: EventSink, start: StartRecord): Serving {
+function nodesServing(
+  plan: ClusterPlan,
+  record: ClusterRecord,
+  view: ClusterView,
+  readyMs: number,
+  emit: EventSink,
+  start: StartRecord,
+): Serving {
   const node = record.head;
   const replica = plan.replica.name;
   emit({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
-  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.profile.server.apiKeyEnv };
+  const target = {
+    ...targetFromUrl(record.url, record.servedName),
+    name: `${plan.profile.name} (${plan.nf.head.name})`,
+    apiKey: plan.apiKey,
+    apiKeyEnv: plan.profile.server.apiKeyEnv,
+  };
   return {
-    endpoints: [{ target, replica, node, onRequest: (request) => start.observe({ type: 'prewarm-request', replica, request }) }],
-    outcome: async ([w], [p]) => nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p, starts: await finishStarts(plan, start, emit, record) }),
+    endpoints: [
+      { target, replica, node, onRequest: (request) => start.observe({ type: 'prewarm-request', replica, request }) },
+    ],
+    outcome: async ([w], [p]) =>
+      nodesOutcome(plan, {
+        record,
+        view,
+        readyMs,
+        prewarm: w,
+        probe: p,
+        starts: await finishStarts(plan, start, emit, record),
+      }),
   };
 }
 
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */
-async function foreground(plan: ServePlan, launched: Launched[], replicas: ReplicaOutcome[], registry: Registry, run: ServeRun, emit: EventSink, router?: RouterLaunched): Promise<ServeOutcome> {
+async function foreground(
+  plan: ServePlan,
+  launched: Launched[],
+  replicas: ReplicaOutcome[],
+  registry: Registry,
+  run: ServeRun,
+  emit: EventSink,
+  router?: RouterLaunched,
+): Promise<ServeOutcome> {
   for (const l of launched) l.child.ref();
   // The router ending on its own ends the service too: the unit restarts it all. Behind a router a
   // rolling restart (another sparkctl) replaces our children one by one: the service lasts while any
   // replica of the profile is registered and alive, not just the ones started here.
-  const liveReplacements = () => registry.find(plan.profile.name).filter((e) => e.alive && e.inst.role !== 'router' && !launched.some((l) => l.pid === e.inst.pid));
+  const liveReplacements = () =>
+    registry
+      .find(plan.profile.name)
+      .filter((e) => e.alive && e.inst.role !== 'router' && !launched.some((l) => l.pid === e.inst.pid));
   const replicasGone = async () => {
     await Promise.all(launched.map((l) => l.exited));
     while (router && !run.signal.aborted && liveReplacements().length) await pause(1000, run.signal);
   };
   const allExited = router ? Promise.race([replicasGone(), router.exited]) : replicasGone();
-  const cancelled = new Promise<void>((res) => (run.signal.aborted ? res() : run.signal.addEventListener('abort', () => res(), { once: true })));
+  const cancelled = new Promise<void>((res) =>
+    run.signal.aborted ? res() : run.signal.addEventListener('abort', () => res(), { once: true }),
+  );
   await Promise.race([allExited, cancelled]);
   const byRequest = run.signal.aborted;
   if (byRequest) emit({ type: 'stopping', why: 'signal', replicas: launched.length });
@@ -693,11 +874,20 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
     const r = await rt.stop(l, graceMs);
     if (!stopped.has(l) || r.exitCode !== undefined) stopped.set(l, r);
   };
-  const stop = (l: Launched) => stopOne(l, byRequest && !run.force?.aborted ? graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(l.plan.argv) }) : 5000);
+  const stop = (l: Launched) =>
+    stopOne(
+      l,
+      byRequest && !run.force?.aborted ? graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(l.plan.argv) }) : 5000,
+    );
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
   // The router goes first (its soft stop: no new request, the open ones finish), so that no
   // request is sent to a replica that is stopping and none it lets finish is cut by one.
-  if (router) await run.router!.softStop(router, byRequest && !run.force?.aborted ? router.plan.drainSeconds * 1000 : 0, run.force);
+  if (router)
+    await run.router!.softStop(
+      router,
+      byRequest && !run.force?.aborted ? router.plan.drainSeconds * 1000 : 0,
+      run.force,
+    );
   const replacements = router ? liveReplacements() : [];
   const stopping = launched.map(stop);
   await Promise.race([
@@ -728,5 +918,11 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   }
   // A server that ended on its own with a failure is a failure; one we stopped on request is not.
   const failed = !byRequest && (exits.some((e) => e && (e.code !== 0 || e.signal)) || Boolean(router?.exit));
-  return { profile: plan.profile.name, engine: plan.engine, replicas, status: failed ? 'server-exited' : 'stopped', stoppedAll: true };
+  return {
+    profile: plan.profile.name,
+    engine: plan.engine,
+    replicas,
+    status: failed ? 'server-exited' : 'stopped',
+    stoppedAll: true,
+  };
 }

@@ -11,7 +11,17 @@ export const StartReportShape = z.object({
   phases: z
     .array(
       z.object({
-        id: z.enum(['process', 'files', 'weights', 'compile', 'kv-cache', 'cuda-graphs', 'engine', 'api', 'first-token']),
+        id: z.enum([
+          'process',
+          'files',
+          'weights',
+          'compile',
+          'kv-cache',
+          'cuda-graphs',
+          'engine',
+          'api',
+          'first-token',
+        ]),
         atMs: secs.max(1e10),
         seconds: secs.optional(),
         detail: z.string().max(200).optional(),
@@ -31,7 +41,9 @@ export const StartReportShape = z.object({
   readyMs: secs.max(1e10).optional(),
   firstTokenMs: secs.max(1e10).optional(),
   caches: z.object({ dir: z.string().max(4096), warm: z.boolean() }).optional(),
-  readAhead: z.union([z.object({ bytes: secs.max(1e15), seconds: secs, gbps: secs }), z.object({ skipped: z.string().max(400) })]).optional(),
+  readAhead: z
+    .union([z.object({ bytes: secs.max(1e15), seconds: secs, gbps: secs }), z.object({ skipped: z.string().max(400) })])
+    .optional(),
 });
 
 /** The start report of a registry entry, or null when there is none or it does not check. */
@@ -40,8 +52,15 @@ export function startOf(v: unknown): StartReport | null {
   return r.success ? (r.data as StartReport) : null;
 }
 
-const RankStartShape = z.object({ rank: z.number().int().min(0).max(4096), node: z.string().max(200), start: z.unknown() });
-/** A server over nodes' per-rank starts as its record kept them (a file: hostile until checked); an entry that does not check is dropped, none: []. */
+const RankStartShape = z.object({
+  rank: z.number().int().min(0).max(4096),
+  node: z.string().max(200),
+  start: z.unknown(),
+});
+/**
+ * A server over nodes' per-rank starts as its record kept them (a file: hostile until checked); an entry that does not
+ * check is dropped, none: [].
+ */
 export function rankStartsOf(v: unknown): Array<{ rank: number; node: string; start: StartReport }> {
   if (!Array.isArray(v)) return [];
   return v.slice(0, 4096).flatMap((x) => {

@@ -21,7 +21,10 @@ import { RemoteView, REMOTE_READ_MS } from './cluster/remote-view.js';
 type ReadAhead = NonNullable<StartReport['readAhead']>;
 type Caches = NonNullable<StartReport['caches']>;
 
-/** A group's start as its launch began it: the group's place in the plan's start order, the endpoint it serves or helps serve, its node. */
+/**
+ * A group's start as its launch began it: the group's place in the plan's start order, the endpoint it serves or helps
+ * serve, its node.
+ */
 export interface GroupAt {
   /** a replica's index; a node's rank (native: its --node-rank; Ray: its place in the nodes file, 0 the head) */
   index: number;
@@ -78,7 +81,13 @@ export class StartRecord {
   /** The group's clock, started now (its launch is about to go out). */
   launched(g: GroupAt): StartClock {
     const clock = new StartClock();
-    this.groups.set(g.index, { index: g.index, server: g.server, ...(g.node === undefined ? {} : { node: g.node }), ready: g.ready, clock });
+    this.groups.set(g.index, {
+      index: g.index,
+      server: g.server,
+      ...(g.node === undefined ? {} : { node: g.node }),
+      ready: g.ready,
+      clock,
+    });
     return clock;
   }
 
@@ -94,7 +103,10 @@ export class StartRecord {
     if (e.type === 'probe' && e.result.inferenceMs !== undefined) this.clockOf(e.replica)?.firstToken();
   }
 
-  /** Native: a worker rank's log, read on its node while the head starts (`tail(n)`: the shell that prints its last n lines). */
+  /**
+   * Native: a worker rank's log, read on its node while the head starts (`tail(n)`: the shell that prints its last n
+   * lines).
+   */
   follow(index: number, nf: NodesFile, node: NodeEntry, tail: (n: number) => string): void {
     const g = this.groups.get(index);
     if (g) g.view = new RemoteView(nf, node, tail, async () => undefined);
@@ -178,7 +190,12 @@ export class StartRecord {
       .map((g) => {
         if (ra) g.clock.readAheadDone(ra);
         if (this.prep.caches) g.clock.cachesWere(this.prep.caches);
-        return { group: g.index, replica: g.server, ...(g.node === undefined ? {} : { node: g.node }), start: g.clock.report() };
+        return {
+          group: g.index,
+          replica: g.server,
+          ...(g.node === undefined ? {} : { node: g.node }),
+          start: g.clock.report(),
+        };
       });
   }
 
@@ -195,7 +212,13 @@ export class StartRecord {
  */
 export async function startReports(rec: StartRecord, emit: EventSink): Promise<GroupStart[]> {
   const reports = await rec.reports();
-  for (const r of reports) emit({ type: 'start', replica: r.replica, report: r.start, ...(r.node === undefined ? {} : { rank: r.group, node: r.node }) });
+  for (const r of reports)
+    emit({
+      type: 'start',
+      replica: r.replica,
+      report: r.start,
+      ...(r.node === undefined ? {} : { rank: r.group, node: r.node }),
+    });
   return reports;
 }
 
@@ -244,13 +267,22 @@ export async function prepareStart(plan: ServePlan): Promise<StartRecord> {
     files = dir ? await weightFiles(dir) : [];
   }
   const bytes = files.reduce((a, f) => a + f.bytes, 0);
-  const d = decideReadAhead({ mode: plan.profile.engine.readAhead, bytes, memAvailableBytes: memAvailableBytes(), unified: /GB10/i.test(plan.host.gpuName ?? '') });
+  const d = decideReadAhead({
+    mode: plan.profile.engine.readAhead,
+    bytes,
+    memAvailableBytes: memAvailableBytes(),
+    unified: /GB10/i.test(plan.host.gpuName ?? ''),
+  });
   let ahead: Promise<ReadAhead>;
   if (plan.engine !== 'vllm') ahead = Promise.resolve({ skipped: 'the simulator reads no weights' });
   else if (!d.read) ahead = Promise.resolve({ skipped: d.why! });
   else {
-    notes.push(`read-ahead: ${files.length} weight file(s), ${(bytes / 2 ** 30).toFixed(2)} GiB into the page cache while vLLM starts`);
-    ahead = readAhead(files, { signal: stopper.signal }).catch((e: Error) => ({ skipped: `read failed: ${e.message}` }));
+    notes.push(
+      `read-ahead: ${files.length} weight file(s), ${(bytes / 2 ** 30).toFixed(2)} GiB into the page cache while vLLM starts`,
+    );
+    ahead = readAhead(files, { signal: stopper.signal }).catch((e: Error) => ({
+      skipped: `read failed: ${e.message}`,
+    }));
   }
   if (!d.read && plan.engine === 'vllm') notes.push(`read-ahead skipped: ${d.why}`);
   if (plan.loader) notes.push(plan.loader.note);

@@ -26,7 +26,8 @@ function processOf({ inst, proof }: Pick<Entry, 'inst' | 'proof'>): { process: s
   if (proof.state === 'gone') return { process: 'dead' };
   if (proof.state === 'unproven') return { process: 'UNPROVEN', why: proof.reason };
   // what a degraded proof means is the runtime's sentence (the host: members of the group gone; a container: it exited)
-  if (proof.state === 'degraded') return { process: 'DEGRADED', why: runtimeOf(inst).degraded(inst, proof.members).why };
+  if (proof.state === 'degraded')
+    return { process: 'DEGRADED', why: runtimeOf(inst).degraded(inst, proof.members).why };
   return { process: 'alive' };
 }
 
@@ -34,18 +35,37 @@ function processOf({ inst, proof }: Pick<Entry, 'inst' | 'proof'>): { process: s
 async function serverHealth(inst: Instance): Promise<{ health: string; sleepLevel?: number }> {
   const url = targetFromInstance(inst).url;
   const h = await http(`${url}/health`, { timeoutMs: 1500 });
-  const health = h.ok ? (h.status === 200 ? 'healthy' : h.status === 503 ? 'engine dead' : `HTTP ${h.status}`) : h.error === 'refused' ? (inst.readyAt ? 'refused' : 'starting') : h.error;
+  const health = h.ok
+    ? h.status === 200
+      ? 'healthy'
+      : h.status === 503
+        ? 'engine dead'
+        : `HTTP ${h.status}`
+    : h.error === 'refused'
+      ? inst.readyAt
+        ? 'refused'
+        : 'starting'
+      : h.error;
   if (health !== 'healthy' || !sleepCapable(inst)) return { health };
   const s = await readSleep(url, 1500);
   return s.state === 'sleeping' ? { health: 'sleeping', sleepLevel: s.level } : { health };
 }
 
 /** Every entry's status, asked at once. */
-export function statusOf(entries: readonly Entry[], routerHealth: (rec: NonNullable<Instance['router']>) => Promise<string>): Promise<InstanceStatus[]> {
+export function statusOf(
+  entries: readonly Entry[],
+  routerHealth: (rec: NonNullable<Instance['router']>) => Promise<string>,
+): Promise<InstanceStatus[]> {
   return Promise.all(
     entries.map(async (e) => {
       const { inst, alive, proof, recovered } = e;
-      const base = { inst, alive, ...processOf(e), recovered: Boolean(recovered), uptimeMs: Date.now() - Date.parse(inst.startedAt) };
+      const base = {
+        inst,
+        alive,
+        ...processOf(e),
+        recovered: Boolean(recovered),
+        uptimeMs: Date.now() - Date.parse(inst.startedAt),
+      };
       if (recovered) return { ...base, health: 'entry corrupt' };
       if (proof.state === 'degraded') return { ...base, health: 'degraded' };
       if (alive && inst.role === 'router' && inst.router) return { ...base, health: await routerHealth(inst.router) };

@@ -76,17 +76,27 @@ export type RequestsOutcome =
   | { kind: 'unconfirmed'; inFlight?: number }
   /** no [shutdown] evidence (an older vLLM, an unreadable log): how many ran before the signal, if known */
   | { kind: 'unknown'; inFlight?: number }
-  /** the router (HAProxy): its soft stop let every request finish (idle keep-alive connections left at the deadline were closed) */
+  /**
+   * the router (HAProxy): its soft stop let every request finish (idle keep-alive connections left at the deadline were
+   * closed)
+   */
   | { kind: 'router-drained'; inFlight?: number; connections?: number; idleClosed: number }
   /** the router: requests still running at the drain deadline; the hard stop closed their connections */
   | { kind: 'router-cut'; cut: number; inFlight?: number; connections?: number }
-  /** the router: the drain deadline came and its connections could not be read, so whether the hard stop cut a request is not known */
+  /**
+   * the router: the drain deadline came and its connections could not be read, so whether the hard stop cut a request
+   * is not known
+   */
   | { kind: 'router-unknown'; inFlight?: number; connections?: number }
   /** nothing was signalled */
   | { kind: 'none' };
 
 /** Evidence (log lines after the signal, the gauges before it, how it ended) -> the requests' outcome. Pure. */
-export function judgeRequests(ev: ShutdownEvidence, inFlightBefore: number | undefined, ended: 'terminated' | 'killed'): RequestsOutcome {
+export function judgeRequests(
+  ev: ShutdownEvidence,
+  inFlightBefore: number | undefined,
+  ended: 'terminated' | 'killed',
+): RequestsOutcome {
   if (ev.mode === 'abort') return { kind: 'aborted', count: ev.aborting ?? 0 };
   if (ev.mode === 'drain') {
     // vLLM logs the drain count only when it is not zero: no count line means nothing was in flight
@@ -95,7 +105,9 @@ export function judgeRequests(ev: ShutdownEvidence, inFlightBefore: number | und
     // exited in drain mode without saying its requests completed: it did not prove a drain
     return { kind: 'unconfirmed', inFlight: ev.draining ?? inFlightBefore };
   }
-  return ended === 'killed' && inFlightBefore ? { kind: 'cut-off', count: inFlightBefore } : { kind: 'unknown', inFlight: inFlightBefore };
+  return ended === 'killed' && inFlightBefore
+    ? { kind: 'cut-off', count: inFlightBefore }
+    : { kind: 'unknown', inFlight: inFlightBefore };
 }
 
 export type StopResult =
@@ -163,13 +175,23 @@ export function heldText(o: StopOutcome): string | undefined {
 
 type StopEvent =
   /** hardStop: a router's SIGTERM at its drain deadline (HAProxy closes every connection) */
-  | { type: 'signalled'; name: string; signal: 'SIGTERM' | 'SIGKILL'; inFlight?: number; graceMs: number; hardStop?: boolean }
+  | {
+      type: 'signalled';
+      name: string;
+      signal: 'SIGTERM' | 'SIGKILL';
+      inFlight?: number;
+      graceMs: number;
+      hardStop?: boolean;
+    }
   /** a router's soft stop: it stops listening and lets what is open finish, for up to graceMs */
   | { type: 'signalled'; name: string; signal: 'SIGUSR1'; connections?: number; inFlight?: number; graceMs: number }
   | { type: 'stopped'; outcome: StopOutcome };
 
 interface StopOptions {
-  /** wait between SIGTERM and SIGKILL (a router: its drain after the soft stop); default: the server's own grace (graceMsOf, routerDrainMsOf) */
+  /**
+   * wait between SIGTERM and SIGKILL (a router: its drain after the soft stop); default: the server's own grace
+   * (graceMsOf, routerDrainMsOf)
+   */
   graceMs?: number;
   /** aborting it cuts the grace short: SIGKILL at once */
   signal?: AbortSignal;
@@ -178,7 +200,10 @@ interface StopOptions {
   forceForget?: boolean;
   /** which of these pids still hold GPU memory; default: nvidia-smi where there is one (a vLLM server only) */
   gpuHolders?: (pids: number[]) => Promise<number[]>;
-  /** how a router entry stops (HAProxy's soft stop: src/router/stop.ts, a storey above); without it a router entry is refused */
+  /**
+   * how a router entry stops (HAProxy's soft stop: src/router/stop.ts, a storey above); without it a router entry is
+   * refused
+   */
   router?: RouterStop;
 }
 
@@ -193,7 +218,9 @@ const DEFAULT_GRACE_MS = 30_000;
 /** The wait before SIGKILL this server is owed: its drain timeout plus the teardown margin. */
 export function graceMsOf(inst: Pick<Instance, 'shutdownTimeoutSeconds'>): number {
   const drain = inst.shutdownTimeoutSeconds;
-  return typeof drain === 'number' && Number.isFinite(drain) && drain > 0 ? Math.max(DEFAULT_GRACE_MS, drain * 1000 + TEARDOWN_MARGIN_MS) : DEFAULT_GRACE_MS;
+  return typeof drain === 'number' && Number.isFinite(drain) && drain > 0
+    ? Math.max(DEFAULT_GRACE_MS, drain * 1000 + TEARDOWN_MARGIN_MS)
+    : DEFAULT_GRACE_MS;
 }
 
 /** A router's drain after its soft stop, unless the profile said otherwise (router.drainTimeoutSeconds). */
@@ -267,10 +294,19 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   const done = (o: StopOutcome) => (opts.onEvent?.({ type: 'stopped', outcome: o }), o);
   if (proof.state === 'unproven') {
     if (opts.forceForget) reg.remove('host', inst.name);
-    return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
+    return done({
+      ...base,
+      result: 'unproven',
+      unproven: { code: proof.code, detail: proof.reason },
+      removed: Boolean(opts.forceForget),
+      forgotten: Boolean(opts.forceForget),
+    });
   }
   if (inst.role === 'router') {
-    if (!opts.router) throw new Error(`${inst.name} is a router: its stop needs the router's driver (StopOptions.router), and none was handed in`);
+    if (!opts.router)
+      throw new Error(
+        `${inst.name} is a router: its stop needs the router's driver (StopOptions.router), and none was handed in`,
+      );
     return done(await opts.router(reg, entry, base, opts));
   }
   // A replica: its runtime stops it (a host group's signals, a container's stop then rm), proving it first.
@@ -289,7 +325,8 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   const ended = st.how === 'killed' ? 'killed' : 'terminated';
   const ev = readShutdownLines(linesSince(inst.logFile, from));
   const portFree = await portFreed(inst);
-  const holders = inst.engine === 'vllm' && st.members.length ? await (opts.gpuHolders ?? nvidiaGpuHolders)(st.members) : [];
+  const holders =
+    inst.engine === 'vllm' && st.members.length ? await (opts.gpuHolders ?? nvidiaGpuHolders)(st.members) : [];
   const removed = st.released && portFree && !holders.length;
   if (removed) reg.remove('host', inst.name);
   return done({
@@ -352,7 +389,11 @@ async function nvidiaGpuHolders(pids: number[], boundMs = 5000): Promise<number[
  * drain does not wait for another's). A replica stopped while its router still drains would cut
  * the streams the router is letting finish. Outcomes in the order they were stopped.
  */
-export async function stopInstances(reg: Registry, entries: readonly Entry[], opts: StopOptions = {}): Promise<StopOutcome[]> {
+export async function stopInstances(
+  reg: Registry,
+  entries: readonly Entry[],
+  opts: StopOptions = {},
+): Promise<StopOutcome[]> {
   const phase = (es: readonly Entry[]) => Promise.all(es.map((e) => stopInstance(reg, e, opts)));
   const routers = await phase(entries.filter((e) => e.inst.role === 'router'));
   return [...routers, ...(await phase(entries.filter((e) => e.inst.role !== 'router')))];

@@ -23,7 +23,10 @@ export interface SystemdOptions {
   environmentFile: string;
   runtime?: 'host' | 'container';
   quadlet?: boolean;
-  /** --allow-unauthenticated: a unit listening beyond loopback without a key (its serve --foreground carries the flag and warns at every start) */
+  /**
+   * --allow-unauthenticated: a unit listening beyond loopback without a key (its serve --foreground carries the flag
+   * and warns at every start)
+   */
   allowUnauthenticated?: boolean;
 }
 
@@ -36,16 +39,24 @@ interface UnitSink {
 /** A value in a unit file line (Description=, a comment): specifiers escaped. */
 const unitValue = (v: string) => v.replace(/%/g, '%%');
 
-/** The units of a resolved profile: the runtime's kind (one per replica, or serve --foreground for the profile) or --quadlet's files. */
+/**
+ * The units of a resolved profile: the runtime's kind (one per replica, or serve --foreground for the profile) or
+ * --quadlet's files.
+ */
 export async function systemdUnits(r: Resolved, opts: SystemdOptions, out: UnitSink): Promise<void> {
   const perReplica = traitsOfProfile(r.profile, opts.runtime).unitPerReplica;
-  if (opts.quadlet && !perReplica) throw new UsageError('--quadlet: a Quadlet unit runs a container; this profile runs on the host', ['add --runtime container']);
+  if (opts.quadlet && !perReplica)
+    throw new UsageError('--quadlet: a Quadlet unit runs a container; this profile runs on the host', [
+      'add --runtime container',
+    ]);
   if (opts.quadlet) return quadletUnits(r, opts, out);
   if (perReplica) return containerUnits(r, opts, out);
   return serveUnit(r, opts, out);
 }
 
-/** One unit for the profile: `serve --foreground` supervises every replica (and the router) and forwards systemd's stop. */
+/**
+ * One unit for the profile: `serve --foreground` supervises every replica (and the router) and forwards systemd's stop.
+ */
 function serveUnit(r: Resolved, opts: SystemdOptions, out: UnitSink): void {
   const p = r.profile;
   for (const s of opts.set) refuseControl(`--set ${s.split('=')[0]}`, s);
@@ -57,8 +68,11 @@ function serveUnit(r: Resolved, opts: SystemdOptions, out: UnitSink): void {
   refuseControl('the node executable path', process.execPath);
   refuseControl("sparkctl's own path", sparkctlBin());
   if (opts.user !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$/.test(opts.user))
-    throw new UsageError(`--user ${JSON.stringify(opts.user)}: not a user name`, ['a user name like vllm or svc_llm (letters, digits, _ . -)']);
-  if (!/^[A-Za-z0-9._-]+$/.test(p.name)) throw new UsageError(`profile name ${JSON.stringify(p.name)}: only letters, digits, . _ - can name a unit`);
+    throw new UsageError(`--user ${JSON.stringify(opts.user)}: not a user name`, [
+      'a user name like vllm or svc_llm (letters, digits, _ . -)',
+    ]);
+  if (!/^[A-Za-z0-9._-]+$/.test(p.name))
+    throw new UsageError(`profile name ${JSON.stringify(p.name)}: only letters, digits, . _ - can name a unit`);
   const cmd = (...args: string[]) => [process.execPath, sparkctlBin(), ...args].map(execArg).join(' ');
   // refused here as serve --foreground would refuse it at each start; allowed, the unit carries the flag
   const exposed = serveExposure(p, Boolean(opts.allowUnauthenticated), false);
@@ -122,7 +136,9 @@ LimitMEMLOCK=infinity
 WantedBy=multi-user.target
 `;
   out.unit(unit);
-  out.note(`install: sparkctl systemd ${p.name} > /etc/systemd/system/sparkctl-${p.name}.service && systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}`);
+  out.note(
+    `install: sparkctl systemd ${p.name} > /etc/systemd/system/sparkctl-${p.name}.service && systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}`,
+  );
   if (p.server.apiKeyEnv) out.note(`put ${p.server.apiKeyEnv}=<key> in ${opts.environmentFile} (chmod 600)`);
 }
 
@@ -149,7 +165,10 @@ async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entr
   if (pinned !== 'auto') return { r, entrypoint: read.image?.entrypoint, note };
   if (v.how === 'unknown') throw unknownImageVersion(read.installed.image ?? 'none', read.installed.why, 'the unit');
   const profile = { ...r.profile, engine: { ...r.profile.engine, vllmVersion: v.version } };
-  const r2 = resolveLoaded({ profile, file: r.file }, { gpus, platform: r.platform.name, modelRead: await readModelFor(profile) });
+  const r2 = resolveLoaded(
+    { profile, file: r.file },
+    { gpus, platform: r.platform.name, modelRead: await readModelFor(profile) },
+  );
   requireValid(r2);
   return { r: r2, entrypoint: read.image?.entrypoint, note };
 }
@@ -168,8 +187,11 @@ async function containerPlan(r0: Resolved, opts: SystemdOptions, out: UnitSink) 
   // the replicas keep loopback ports in units (router.replicaSocket false): a unit runs without sparkctl,
   // so nothing makes and checks the socket folder before podman mounts it, and the operator's own
   // router in front (routerNote) reaches them by port
-  const r = r1.profile.router ? { ...r1, profile: { ...r1.profile, router: { ...r1.profile.router, replicaSocket: false } } } : r1;
-  // no start caches in a unit (yet): its folder would be this user's, not the unit's, and nothing made it before podman mounts it
+  const r = r1.profile.router
+    ? { ...r1, profile: { ...r1.profile, router: { ...r1.profile.router, replicaSocket: false } } }
+    : r1;
+  // no start caches in a unit (yet): its folder would be this user's, not the unit's, and nothing made it before podman
+  // mounts it
   const plan = buildServePlan(r, {
     engine: 'vllm',
     vllmBin: 'vllm',
@@ -233,8 +255,11 @@ WantedBy=multi-user.target
 `;
     out.unit(unit);
   }
-  out.note(`install: save each unit as /etc/systemd/system/<name>.service, then systemctl daemon-reload && systemctl enable --now <name>`);
-  if (p.server.apiKeyEnv) out.note(`put VLLM_API_KEY=<key> in ${opts.environmentFile} (chmod 600): the container reads VLLM_API_KEY by name`);
+  out.note(
+    `install: save each unit as /etc/systemd/system/<name>.service, then systemctl daemon-reload && systemctl enable --now <name>`,
+  );
+  if (p.server.apiKeyEnv)
+    out.note(`put VLLM_API_KEY=<key> in ${opts.environmentFile} (chmod 600): the container reads VLLM_API_KEY by name`);
 }
 
 /**
@@ -258,20 +283,34 @@ async function quadletUnits(r0: Resolved, opts: SystemdOptions, out: UnitSink) {
   let min = '4.4';
   const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
-    // the watcher's verdict as the container's health check: a Quadlet unit's server is in no registry, so sparkctl watch never sees it
+    // the watcher's verdict as the container's health check: a Quadlet unit's server is in no registry, so sparkctl
+    // watch never sees it
     const w = p.watch;
     const liveness = {
-      check: { port: x.port, model: servedName(p), windowS: w.windowSeconds, maxWindowS: w.maxWindowSeconds, probeTimeoutS: w.probeTimeoutSeconds },
+      check: {
+        port: x.port,
+        model: servedName(p),
+        windowS: w.windowSeconds,
+        maxWindowS: w.maxWindowSeconds,
+        probeTimeoutS: w.probeTimeoutSeconds,
+      },
       startPeriodS: p.server.readyTimeoutSeconds,
       restart: w.action === 'restart',
     };
-    const q = rt.quadlet(replicaRun(plan, x), `systemd-${x.name}`, { description: `vLLM server ${x.name} in podman (sparkctl)`, secret, startTimeoutS: p.server.readyTimeoutSeconds + 60, liveness })!;
+    const q = rt.quadlet(replicaRun(plan, x), `systemd-${x.name}`, {
+      description: `vLLM server ${x.name} in podman (sparkctl)`,
+      secret,
+      startTimeoutS: p.server.readyTimeoutSeconds + 60,
+      liveness,
+    })!;
     min = q.minPodman;
     out.unit(
       `# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}${q.text}`,
     );
   }
-  out.note(`install: save each as /etc/containers/systemd/<unit>.container (podman >= ${min}), then systemctl daemon-reload && systemctl start <unit>`);
+  out.note(
+    `install: save each as /etc/containers/systemd/<unit>.container (podman >= ${min}), then systemctl daemon-reload && systemctl start <unit>`,
+  );
   if (p.server.apiKeyEnv)
     out.note(
       `the key: printf '%s' "$${p.server.apiKeyEnv}" | sudo podman secret create ${secret} - (root's secret store, for a unit in /etc/containers/systemd/; for a rootless unit in ~/.config/containers/systemd/, the same without sudo, as that user; the container gets it as VLLM_API_KEY)`,

@@ -6,7 +6,10 @@ import { unixUrl } from '../util/socket-url.js';
 /** A target that may be a running instance of the registry (a router's own checks need it). */
 export interface InstanceTarget extends Target {
   instance?: Instance;
-  /** a server over nodes (serve --nodes): its record's launch time and its start report (rank 0's), for the probe's history */
+  /**
+   * a server over nodes (serve --nodes): its record's launch time and its start report (rank 0's), for the probe's
+   * history
+   */
   cluster?: { profile: string; startedAt?: string; start?: unknown };
 }
 

@@ -6,9 +6,14 @@ import { defaultImage, NGC_VLLM_TAG, ownImage } from './runtime/container.js';
 import { versionFromRef } from './runtime/image-version.js';
 import { guessFrom, type VersionGuess } from './vllm-version.js';
 
-/** The image a profile names, else its platform's default where that does not depend on the version (NGC's on a DGX baseline). */
+/**
+ * The image a profile names, else its platform's default where that does not depend on the version (NGC's on a DGX
+ * baseline).
+ */
 function imageOf(p: Pick<Profile, 'container'>, platform: Pick<Platform, 'name'>): string | undefined {
-  return ownImage(p) ?? (platform.name.startsWith('dgx-') ? defaultImage(platform.name, 'auto', NGC_VLLM_TAG) : undefined);
+  return (
+    ownImage(p) ?? (platform.name.startsWith('dgx-') ? defaultImage(platform.name, 'auto', NGC_VLLM_TAG) : undefined)
+  );
 }
 
 export function versionGuess(p: Pick<Profile, 'container'>, platform: Pick<Platform, 'name'>): VersionGuess {

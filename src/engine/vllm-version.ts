@@ -60,8 +60,14 @@ async function headOf(bin: string): Promise<string> {
   }
 }
 
-/** The site-packages folder that holds vllm-X.dist-info, next to the script's interpreter (its #! line), with its entries. */
-async function vllmSite(bin: string, head: string): Promise<{ site: string; names: string[]; dist: string } | undefined> {
+/**
+ * The site-packages folder that holds vllm-X.dist-info, next to the script's interpreter (its #! line), with its
+ * entries.
+ */
+async function vllmSite(
+  bin: string,
+  head: string,
+): Promise<{ site: string; names: string[]; dist: string } | undefined> {
   const shebang = /^#!\s*(\S+)/.exec(head)?.[1];
   const prefixes = [dirname(dirname(bin))];
   if (shebang?.startsWith('/')) prefixes.unshift(dirname(dirname(shebang)));
@@ -101,17 +107,26 @@ export interface VllmFingerprint {
   count: number;
 }
 
-export async function vllmFingerprint(binName: string, env: NodeJS.ProcessEnv = process.env): Promise<(VllmFingerprint & { bin: string }) | undefined> {
+export async function vllmFingerprint(
+  binName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<(VllmFingerprint & { bin: string }) | undefined> {
   const found0 = await which(binName, env);
   if (!found0) return undefined;
   const bin = await realpath(found0).catch(() => found0);
   const head = await headOf(bin);
-  const site = (await vllmSite(bin, head)) ?? (bin !== found0 ? await vllmSite(found0, await headOf(found0)) : undefined);
+  const site =
+    (await vllmSite(bin, head)) ?? (bin !== found0 ? await vllmSite(found0, await headOf(found0)) : undefined);
   if (!site) return undefined;
   const version = await fromDistInfo(bin, head).then((v) => v ?? fromDistInfo(found0, head));
   if (!version) return undefined;
   const dists = site.names.filter((n) => n.endsWith('.dist-info')).sort();
-  return { bin: found0, version, packages: createHash('sha256').update(dists.join('\n')).digest('hex').slice(0, 16), count: dists.length };
+  return {
+    bin: found0,
+    version,
+    packages: createHash('sha256').update(dists.join('\n')).digest('hex').slice(0, 16),
+    count: dists.length,
+  };
 }
 
 /**
@@ -119,11 +134,18 @@ export async function vllmFingerprint(binName: string, env: NodeJS.ProcessEnv = 
  * another vLLM version is a different server (restart refuses it: an upgrade compares it first);
  * the same version with other packages is warned (restart goes on, and says so).
  */
-export function fingerprintChange(was: VllmFingerprint, now: VllmFingerprint | undefined): { kind: 'version' | 'packages' | 'gone'; line: string } | undefined {
+export function fingerprintChange(
+  was: VllmFingerprint,
+  now: VllmFingerprint | undefined,
+): { kind: 'version' | 'packages' | 'gone'; line: string } | undefined {
   if (!now) return { kind: 'gone', line: `its vLLM (${was.version}) is no longer there to read` };
-  if (now.version !== was.version) return { kind: 'version', line: `its vLLM is now ${now.version}, not the ${was.version} it started on` };
+  if (now.version !== was.version)
+    return { kind: 'version', line: `its vLLM is now ${now.version}, not the ${was.version} it started on` };
   if (now.packages !== was.packages)
-    return { kind: 'packages', line: `its Python environment changed (${was.count} -> ${now.count} packages, hash ${was.packages} -> ${now.packages}; vLLM still ${now.version})` };
+    return {
+      kind: 'packages',
+      line: `its Python environment changed (${was.count} -> ${now.count} packages, hash ${was.packages} -> ${now.packages}; vLLM still ${now.version})`,
+    };
   return undefined;
 }
 
@@ -199,7 +221,10 @@ const cacheEntry = (e: unknown): Cache[string] | undefined => {
   return typeof x?.mtimeMs === 'number' && isPep440(x.version) ? { mtimeMs: x.mtimeMs, version: x.version } : undefined;
 };
 
-export async function installedVllm(binName: string, opts: { cacheFile?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<InstalledVllm> {
+export async function installedVllm(
+  binName: string,
+  opts: { cacheFile?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<InstalledVllm> {
   const bin = await which(binName, opts.env ?? process.env);
   if (!bin) return { bin: binName, why: `${binName} is not on PATH` };
   let st: Awaited<ReturnType<typeof stat>>;
@@ -221,7 +246,11 @@ export async function installedVllm(binName: string, opts: { cacheFile?: string;
     version = await fromVersionFlag(bin, opts.timeoutMs ?? 20_000);
     source = '--version';
   }
-  if (!version) return { bin, why: `no vllm-*.dist-info beside ${bin}'s interpreter${python ? `, and \`${bin} --version\` gave no version` : ' (and it is not a Python script to ask)'}` };
+  if (!version)
+    return {
+      bin,
+      why: `no vllm-*.dist-info beside ${bin}'s interpreter${python ? `, and \`${bin} --version\` gave no version` : ' (and it is not a Python script to ask)'}`,
+    };
   if (opts.cacheFile) writeJsonCache(opts.cacheFile, { ...cache, [bin]: { mtimeMs: st.mtimeMs, version } });
   return { bin, version, source };
 }
@@ -261,18 +290,33 @@ export interface VersionGuess {
 const NEWEST_GUESS: VersionGuess = { version: FACT_VERSIONS[FACT_VERSIONS.length - 1]!, basis: 'the newest table' };
 
 /** The guess from the image the profile would run (its reference's stated version), else the newest table. */
-export function guessFrom(image: string | undefined, stated: { version: string; from: 'tag' | 'release-notes'; release?: string } | undefined): VersionGuess {
+export function guessFrom(
+  image: string | undefined,
+  stated: { version: string; from: 'tag' | 'release-notes'; release?: string } | undefined,
+): VersionGuess {
   if (!image || !stated) return NEWEST_GUESS;
-  return { version: stated.version, basis: `the vLLM of ${image} ${stated.from === 'tag' ? 'as its tag states' : `by NVIDIA's release notes for NGC ${stated.release}`}` };
+  return {
+    version: stated.version,
+    basis: `the vLLM of ${image} ${stated.from === 'tag' ? 'as its tag states' : `by NVIDIA's release notes for NGC ${stated.release}`}`,
+  };
 }
 
 /** The one way a guessed version is said, by every verb: what was not read, what the flags follow, the fix. */
-function guessNote(why: string | undefined, guess: VersionGuess, what = 'flags rendered for', fix = 'pin engine.vllmVersion or pass --vllm-bin'): string {
+function guessNote(
+  why: string | undefined,
+  guess: VersionGuess,
+  what = 'flags rendered for',
+  fix = 'pin engine.vllmVersion or pass --vllm-bin',
+): string {
   return `vLLM version not read (${why ?? 'no answer'}): ${what} ${guess.basis}, ${guess.version} (a guess); ${fix}`;
 }
 
 /** engine.vllmVersion (a pin or auto) + what is installed -> the version the flags are rendered for. Pure. */
-export function decideVersion(pinned: string, installed: InstalledVllm, guess: VersionGuess = NEWEST_GUESS): VersionDecision {
+export function decideVersion(
+  pinned: string,
+  installed: InstalledVllm,
+  guess: VersionGuess = NEWEST_GUESS,
+): VersionDecision {
   const inst = installed.version;
   const img = installed.image;
   const where = img ? `in the image ${img}, ${imageSource(installed.source)}` : `installed, ${installed.bin}`;

@@ -30,18 +30,45 @@ export const RETURN_ROUTE_HEADER = `${INTERNAL_HEADER_PREFIX}route`;
 /** The keeper's own random token on what it passes back: the waker, seeing it, passes it straight to a server. */
 export const RETURNED_HEADER = `${INTERNAL_HEADER_PREFIX}returned`;
 import { RouterBlock } from '../profiles/schema.js';
-import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines, prefixSample } from '../profiles/haproxy.js';
+import {
+  haproxyAddr,
+  configValue,
+  globalSection,
+  defaultsSection,
+  statsSection,
+  balanceLines,
+  prefixSample,
+} from '../profiles/haproxy.js';
 
 const addr = haproxyAddr;
 const safe = (v: string, what: string) => configValue(v, what, 'gateway config', 'use plain names and paths');
 
 /** GET /v1/models as vLLM answers it, one entry per served model and per alias (root: the model it stands for). */
-export function modelsJson(plan: Pick<GatewayPlan, 'models' | 'aliases' | 'routes'>, created = Math.floor(Date.now() / 1000)): string {
-  const data: Array<Record<string, unknown>> = plan.models.map((m) => ({ id: m.name, object: 'model', created, owned_by: 'vllm', root: m.name, parent: null, max_model_len: m.maxModelLen ?? null }));
+export function modelsJson(
+  plan: Pick<GatewayPlan, 'models' | 'aliases' | 'routes'>,
+  created = Math.floor(Date.now() / 1000),
+): string {
+  const data: Array<Record<string, unknown>> = plan.models.map((m) => ({
+    id: m.name,
+    object: 'model',
+    created,
+    owned_by: 'vllm',
+    root: m.name,
+    parent: null,
+    max_model_len: m.maxModelLen ?? null,
+  }));
   for (const [alias, target] of Object.entries(plan.aliases)) {
     const m = plan.models.find((x) => x.name === target);
     if (m && plan.routes.get(alias) === m.backend && alias !== m.name)
-      data.push({ id: alias, object: 'model', created, owned_by: 'vllm', root: m.name, parent: m.name, max_model_len: m.maxModelLen ?? null });
+      data.push({
+        id: alias,
+        object: 'model',
+        created,
+        owned_by: 'vllm',
+        root: m.name,
+        parent: m.name,
+        max_model_len: m.maxModelLen ?? null,
+      });
   }
   return `${JSON.stringify({ object: 'list', data })}\n`;
 }
@@ -56,7 +83,8 @@ export function modelsMap(plan: Pick<GatewayPlan, 'routes'>): string {
 /** alias -> served name, for the frontend: a request by an alias goes through the keeper, which rewrites its model. */
 export function aliasesMap(plan: Pick<GatewayPlan, 'aliasOf'>): string {
   const lines = ['# alias -> served name: written by sparkctl gateway'];
-  for (const [alias, name] of plan.aliasOf) if (SAFE_NAME.test(alias) && SAFE_NAME.test(name)) lines.push(`${alias} ${name}`);
+  for (const [alias, name] of plan.aliasOf)
+    if (SAFE_NAME.test(alias) && SAFE_NAME.test(name)) lines.push(`${alias} ${name}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -90,7 +118,10 @@ function jsonError(status: number, type: string, message: string, retryAfter?: n
  * return passes no filter. The condition is evaluated twice on a refused request only.
  */
 function refusal(status: number, answer: string, cond: string, usage: boolean): string[] {
-  return [...(usage ? [`    http-request lua.sparkctl_own ${Math.trunc(status)} ${cond}`] : []), `    http-request return ${answer} ${cond}`];
+  return [
+    ...(usage ? [`    http-request lua.sparkctl_own ${Math.trunc(status)} ${cond}`] : []),
+    `    http-request return ${answer} ${cond}`,
+  ];
 }
 
 /**
@@ -103,7 +134,12 @@ function admissionLines(plan: GatewayPlan, usage: boolean): string[] {
   return plan.models.flatMap((m) =>
     refusal(
       429,
-      jsonError(429, 'RateLimitError', `${m.name}: ${m.admission.queue} request(s) already wait for its ${m.admission.perServer * m.servers.length} slot(s); retry later`, plan.retryAfterSeconds),
+      jsonError(
+        429,
+        'RateLimitError',
+        `${m.name}: ${m.admission.queue} request(s) already wait for its ${m.admission.perServer * m.servers.length} slot(s); retry later`,
+        plan.retryAfterSeconds,
+      ),
       `if { var(txn.backend) -m str ${safe(m.backend, 'backend')} } { queue(${m.backend}) ge ${Math.max(0, Math.trunc(m.admission.queue))} }`,
       usage,
     ),
@@ -128,15 +164,22 @@ function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number, usage: 
     else L.push('    http-request del-header Authorization');
     L.push('    http-request del-header x-api-key');
   }
-  L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2 maxconn ${Math.trunc(m.admission.perServer)}`);
-  L.push(`    http-error ${jsonError(503, 'ServiceUnavailableError', `${m.name}: no server could take the request in time`, plan.retryAfterSeconds)}`);
-  for (const sv of m.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(addr(sv.host, sv.port), 'server address')}`);
+  L.push(
+    `    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2 maxconn ${Math.trunc(m.admission.perServer)}`,
+  );
+  L.push(
+    `    http-error ${jsonError(503, 'ServiceUnavailableError', `${m.name}: no server could take the request in time`, plan.retryAfterSeconds)}`,
+  );
+  for (const sv of m.servers)
+    L.push(`    server ${safe(sv.name, 'server name')} ${safe(addr(sv.host, sv.port), 'server address')}`);
   // an on-demand model with no server: the keeper takes its requests and starts it; with servers (sleep
   // mode, on demand), the keeper stays behind them as a backup (a sleeping model, or one evicted while a
   // request waited in its queue). Over the keeper's second Unix socket: HAProxy has checked the gateway's
   // key and set the model's own key in this backend, so the keeper adds nothing on that path.
-  if (!m.servers.length) L.push(`    server waker ${safe(`unix@${plan.keeper.backupSocket}`, 'keeper socket')} no-check`);
-  else if (m.sleepMode || m.onDemand) L.push(`    server waker ${safe(`unix@${plan.keeper.backupSocket}`, 'keeper socket')} backup no-check`);
+  if (!m.servers.length)
+    L.push(`    server waker ${safe(`unix@${plan.keeper.backupSocket}`, 'keeper socket')} no-check`);
+  else if (m.sleepMode || m.onDemand)
+    L.push(`    server waker ${safe(`unix@${plan.keeper.backupSocket}`, 'keeper socket')} backup no-check`);
   L.push('');
   return L;
 }
@@ -155,7 +198,9 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   const d = RouterBlock.parse({});
   const f = plan.files;
   const L: string[] = [];
-  L.push(`# sparkctl gateway: one endpoint for ${plan.models.length} model(s) (${plan.models.map((m) => m.name).join(', ') || 'none yet'}): written by sparkctl`);
+  L.push(
+    `# sparkctl gateway: one endpoint for ${plan.models.length} model(s) (${plan.models.map((m) => m.name).join(', ') || 'none yet'}): written by sparkctl`,
+  );
   // expose-fd listeners: a reload hands the listening sockets to the new worker (no refused connect)
   L.push(
     ...globalSection({
@@ -190,8 +235,21 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
     L.push(`    acl key_ok req.hdr(x-api-key) -m str "\${${GATEWAY_KEY_VAR}}"`);
     L.push(...refusal(401, jsonError(401, 'AuthenticationError', 'Unauthorized'), 'if !key_ok', !!o.usage));
   }
-  L.push(`    http-request return status 200 content-type application/json file ${safe(f.models, 'models file')} if METH_GET { path /v1/models }`);
-  L.push(...refusal(404, jsonError(404, 'NotFoundError', 'Not Found: the gateway routes POST requests by their model, and answers GET /v1/models and /health'), 'if !METH_POST', !!o.usage));
+  L.push(
+    `    http-request return status 200 content-type application/json file ${safe(f.models, 'models file')} if METH_GET { path /v1/models }`,
+  );
+  L.push(
+    ...refusal(
+      404,
+      jsonError(
+        404,
+        'NotFoundError',
+        'Not Found: the gateway routes POST requests by their model, and answers GET /v1/models and /health',
+      ),
+      'if !METH_POST',
+      !!o.usage,
+    ),
+  );
   L.push(...routeLines(plan, !!o.usage));
   L.push('');
   L.push(...keeperSections(plan, !!o.usage));
@@ -210,7 +268,8 @@ function routeLines(plan: GatewayPlan, usage: boolean): string[] {
   const L: string[] = [];
   L.push("    http-request set-var(txn.model) req.body,json_query('$.model')");
   L.push(`    http-request set-var(txn.backend) var(txn.model),map(${safe(f.map, 'map file')})`);
-  // a body past what HAProxy holds (tune.bufsize): the part it holds may end before the model; the keeper reads it whole
+  // a body past what HAProxy holds (tune.bufsize): the part it holds may end before the model; the keeper reads it
+  // whole
   L.push('    http-request set-var(txn.held) req.body_len');
   L.push('    http-request set-var(txn.cut) req.body_size,sub(txn.held)');
   L.push('    acl body_cut var(txn.cut) -m int gt 0');
@@ -218,7 +277,9 @@ function routeLines(plan: GatewayPlan, usage: boolean): string[] {
   // holds (idle-close-on-response above), with its own map: a model served since is not in it. Such a
   // request goes to the keeper, which routes it by the plan it reloaded (passed back into the new
   // worker), never a 404 "does not exist" for a model that is served; a name no plan has is its 404 there.
-  L.push('    http-request set-var(txn.stale) bool(1) if { stopping } { var(txn.model) -m found } !{ var(txn.backend) -m found }');
+  L.push(
+    '    http-request set-var(txn.stale) bool(1) if { stopping } { var(txn.model) -m found } !{ var(txn.backend) -m found }',
+  );
   L.push(
     ...refusal(
       404,
@@ -228,7 +289,10 @@ function routeLines(plan: GatewayPlan, usage: boolean): string[] {
     ),
   );
   // no model in the body: vLLM serves its one model; with several the client must say which
-  if (plan.models.length === 1) L.push(`    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found } !body_cut !{ var(txn.stale) -m found }`);
+  if (plan.models.length === 1)
+    L.push(
+      `    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found } !body_cut !{ var(txn.stale) -m found }`,
+    );
   else
     L.push(
       ...refusal(
@@ -265,7 +329,9 @@ function keeperSections(plan: GatewayPlan, usage: boolean): string[] {
   if (usage) L.push('    filter lua.sparkctl_route');
   L.push('    option http-buffer-request');
   L.push(`    http-request set-var(txn.backend) req.hdr(${RETURN_ROUTE_HEADER}),map(${safe(f.map, 'map file')})`);
-  L.push(`    http-request return ${jsonError(503, 'ServiceUnavailableError', 'the keeper passed on a request for a model this gateway no longer routes')} if !{ var(txn.backend) -m found }`);
+  L.push(
+    `    http-request return ${jsonError(503, 'ServiceUnavailableError', 'the keeper passed on a request for a model this gateway no longer routes')} if !{ var(txn.backend) -m found }`,
+  );
   // a refusal here reaches the client through the keeper and the client's frontend, whose filter counts it: none here
   L.push(...admissionLines(plan, false));
   L.push(`    http-request del-header ${RETURN_ROUTE_HEADER}`);
@@ -278,8 +344,14 @@ function keeperSections(plan: GatewayPlan, usage: boolean): string[] {
   return L;
 }
 
-/** The variables HAProxy needs in its environment: the gateway's key and each model's own, by value; names only are ever written. */
-export function haproxyEnv(plan: Pick<GatewayPlan, 'apiKeyEnv' | 'models'>, from: NodeJS.ProcessEnv): { env: Record<string, string>; missing: string[] } {
+/**
+ * The variables HAProxy needs in its environment: the gateway's key and each model's own, by value; names only are ever
+ * written.
+ */
+export function haproxyEnv(
+  plan: Pick<GatewayPlan, 'apiKeyEnv' | 'models'>,
+  from: NodeJS.ProcessEnv,
+): { env: Record<string, string>; missing: string[] } {
   const env: Record<string, string> = {};
   const missing: string[] = [];
   if (plan.apiKeyEnv) {

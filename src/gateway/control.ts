@@ -16,7 +16,14 @@ import { pollUntil } from '../util/poll.js';
 import { processStartTime } from '../util/pid.js';
 import { proveIdentity, signalProven, stopGroup, groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { Registry, type GatewayEntry } from '../engine/registry.js';
-import { backendColumn, parseShowStat, serverState, runtimeCommand, showStatEveryWorker, type ServerStat } from '../router/api.js';
+import {
+  backendColumn,
+  parseShowStat,
+  serverState,
+  runtimeCommand,
+  showStatEveryWorker,
+  type ServerStat,
+} from '../router/api.js';
 import { UsageError, LaunchError } from '../errors.js';
 import type { GatewayModel } from './plan.js';
 import { emptyCounts, type UsageCounts } from './usage.js';
@@ -46,7 +53,16 @@ export interface GatewayRecord {
   models: Array<{ name: string; profile: string; backend: string; servers: string[]; sleepMode: boolean }>;
   aliases: Record<string, string>;
   /** the on-demand set as the keeper sees it: state, last start and eviction times (ms) */
-  onDemand?: Array<{ profile: string; name: string; state: string; pinned: boolean; lastStartMs?: number; lastEvictMs?: number; starts: number; evictions: number }>;
+  onDemand?: Array<{
+    profile: string;
+    name: string;
+    state: string;
+    pinned: boolean;
+    lastStartMs?: number;
+    lastEvictMs?: number;
+    starts: number;
+    evictions: number;
+  }>;
   /** answers counted by the usage filter since the keeper started, by model name (absent: this HAProxy has no Lua) */
   usage?: { models: Record<string, UsageCounts>; unattributed: number };
 }
@@ -93,10 +109,31 @@ const GatewayRecordSchema = z.object({
   logFile: text(4096),
   apiKeyEnv: text(200).optional(),
   startedAt: text(64),
-  models: z.array(z.object({ name: text(200), profile: text(200), backend: text(200), servers: z.array(text(200)).max(1024), sleepMode: z.boolean() })).max(10_000),
+  models: z
+    .array(
+      z.object({
+        name: text(200),
+        profile: text(200),
+        backend: text(200),
+        servers: z.array(text(200)).max(1024),
+        sleepMode: z.boolean(),
+      }),
+    )
+    .max(10_000),
   aliases: z.record(text(200), text(200)).refine((a) => Object.keys(a).length <= 10_000, 'at most 10000 aliases'),
   onDemand: z
-    .array(z.object({ profile: text(200), name: text(200), state: text(64), pinned: z.boolean(), lastStartMs: ms.optional(), lastEvictMs: ms.optional(), starts: count, evictions: count }))
+    .array(
+      z.object({
+        profile: text(200),
+        name: text(200),
+        state: text(64),
+        pinned: z.boolean(),
+        lastStartMs: ms.optional(),
+        lastEvictMs: ms.optional(),
+        starts: count,
+        evictions: count,
+      }),
+    )
     .max(10_000)
     .optional(),
   usage: z.object({ models: z.record(text(200), counts), unattributed: count }).optional(),
@@ -110,7 +147,11 @@ export function recordProblem(stateDir: string): string | undefined {
     raw = readTextSync(p, { maxBytes: RECORD_MAX, noFollow: true });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' ? undefined : (e as Error).message.includes(p) ? (e as Error).message : `${p}: ${(e as Error).message}`;
+    return code === 'ENOENT'
+      ? undefined
+      : (e as Error).message.includes(p)
+        ? (e as Error).message
+        : `${p}: ${(e as Error).message}`;
   }
   let j: unknown;
   try {
@@ -127,7 +168,10 @@ export function recordProblem(stateDir: string): string | undefined {
 /** The record is the keeper's own few KiB (10,000 models fit). */
 const RECORD_MAX = 4 * 1024 * 1024;
 
-/** The record, if there is one (a regular file, bounded, of the right shape, every field checked); hostile like any file. */
+/**
+ * The record, if there is one (a regular file, bounded, of the right shape, every field checked); hostile like any
+ * file.
+ */
 export function readRecord(stateDir: string): GatewayRecord | undefined {
   const p = recordPath(stateDir);
   try {
@@ -142,11 +186,24 @@ export function writeRecord(stateDir: string, r: GatewayRecord) {
   writeFileAtomic(recordPath(stateDir), `${JSON.stringify(r, null, 2)}\n`, { mode: 0o600 });
 }
 
-export const modelsRecord = (ms: GatewayModel[]) => ms.map((m) => ({ name: m.name, profile: m.profile, backend: m.backend, servers: m.servers.map((s) => s.name), sleepMode: m.sleepMode }));
+export const modelsRecord = (ms: GatewayModel[]) =>
+  ms.map((m) => ({
+    name: m.name,
+    profile: m.profile,
+    backend: m.backend,
+    servers: m.servers.map((s) => s.name),
+    sleepMode: m.sleepMode,
+  }));
 
-/** A gateway that runs: its details, and whether `gateway up` launched it (in the registry: stop --all and gateway down stop it). */
+/**
+ * A gateway that runs: its details, and whether `gateway up` launched it (in the registry: stop --all and gateway down
+ * stop it).
+ */
 interface RunningGateway extends GatewayRecord {
-  /** launched by gateway up (its identity from the launch record); false: `gateway run` under a service manager, shown but never signalled */
+  /**
+   * launched by gateway up (its identity from the launch record); false: `gateway run` under a service manager, shown
+   * but never signalled
+   */
   managed: boolean;
 }
 
@@ -174,10 +231,16 @@ export function gatewayEntry(stateDir: string): { entry: GatewayEntry; record?: 
   return { entry: e, record: r && r.launch === e.launch.marker && r.pid === e.launch.pid ? r : undefined };
 }
 
-export const gatewayUrl = (r: Pick<GatewayRecord, 'host' | 'port'>) => `http://${r.host === '0.0.0.0' || r.host === '::' ? '127.0.0.1' : r.host}:${r.port}`;
+export const gatewayUrl = (r: Pick<GatewayRecord, 'host' | 'port'>) =>
+  `http://${r.host === '0.0.0.0' || r.host === '::' ? '127.0.0.1' : r.host}:${r.port}`;
 
 /** Start the keeper and wait until it says HAProxy answers (its record), at most deadlineMs. */
-export async function startGateway(o: { bin: string; args: string[]; stateDir: string; deadlineMs?: number }): Promise<GatewayRecord> {
+export async function startGateway(o: {
+  bin: string;
+  args: string[];
+  stateDir: string;
+  deadlineMs?: number;
+}): Promise<GatewayRecord> {
   const reg = new Registry(o.stateDir);
   const release = await reg.lock();
   let child: ReturnType<typeof spawn>;
@@ -186,23 +249,42 @@ export async function startGateway(o: { bin: string; args: string[]; stateDir: s
   try {
     const prev = reg.gateway();
     const already = runningGateway(o.stateDir);
-    if (already) throw new UsageError(`a gateway already runs (pid ${already.pid}) on ${gatewayUrl(already)}`, ['sparkctl gateway down stops it; sparkctl gateway status shows it']);
-    if (prev?.alive) throw new UsageError(`the processes of an earlier gateway (group ${prev.launch.pgid}) still run`, ['sparkctl gateway down stops them']);
+    if (already)
+      throw new UsageError(`a gateway already runs (pid ${already.pid}) on ${gatewayUrl(already)}`, [
+        'sparkctl gateway down stops it; sparkctl gateway status shows it',
+      ]);
+    if (prev?.alive)
+      throw new UsageError(`the processes of an earlier gateway (group ${prev.launch.pgid}) still run`, [
+        'sparkctl gateway down stops them',
+      ]);
     if (prev?.proof.state === 'unproven')
-      throw new UsageError(`the gateway's record names pid ${prev.launch.pid}, which cannot be proven ours: ${prev.proof.reason}`, ['sparkctl gateway down --force-forget drops the record']);
+      throw new UsageError(
+        `the gateway's record names pid ${prev.launch.pid}, which cannot be proven ours: ${prev.proof.reason}`,
+        ['sparkctl gateway down --force-forget drops the record'],
+      );
     mkdirSync(dirname(log), { recursive: true });
     const fd = openSync(log, 'a', 0o600);
     child = spawn(process.execPath, [o.bin, 'gateway', 'run', ...o.args], {
       detached: true,
       stdio: ['ignore', fd, fd],
-      // the marker every process of the gateway carries (HAProxy too): the registry knows it as the gateway's, never as a server's
+      // the marker every process of the gateway carries (HAProxy too): the registry knows it as the gateway's, never as
+      // a server's
       env: { ...process.env, [INSTANCE_ENV]: marker, SPARKCTL_GATEWAY_MARKER: marker, SPARKCTL_STATE_DIR: o.stateDir },
     });
     closeSync(fd);
     child.unref();
     // our own child, not yet reaped: its pid cannot have been reused, so its start time now is its own
     const startTime = child.pid ? processStartTime(child.pid) : undefined;
-    if (child.pid && startTime) reg.writeGateway({ version: 1, pid: child.pid, pgid: child.pid, startTime, marker, logFile: log, launchedAt: new Date().toISOString() });
+    if (child.pid && startTime)
+      reg.writeGateway({
+        version: 1,
+        pid: child.pid,
+        pgid: child.pid,
+        startTime,
+        marker,
+        logFile: log,
+        launchedAt: new Date().toISOString(),
+      });
   } finally {
     release();
   }
@@ -210,7 +292,10 @@ export async function startGateway(o: { bin: string; args: string[]; stateDir: s
   const up = await pollUntil(
     () => {
       const r = readRecord(o.stateDir);
-      return { record: r && r.launch === marker && r.pid === child.pid ? r : undefined, exited: child.exitCode !== null };
+      return {
+        record: r && r.launch === marker && r.pid === child.pid ? r : undefined,
+        exited: child.exitCode !== null,
+      };
     },
     (v) => v.record !== undefined || v.exited,
     { deadlineMs: o.deadlineMs ?? 20_000, intervalMs: 50 },
@@ -233,7 +318,10 @@ export async function startGateway(o: { bin: string; args: string[]; stateDir: s
     if (launched.alive) await stopGroup(launched.launch, 3000);
     if (!groupMembers(launched.launch.pgid).length) reg.removeGateway();
   }
-  throw new LaunchError(`the gateway did not come up${child.exitCode !== null ? ` (the keeper exited with code ${child.exitCode})` : ''}`, [tail || `see ${log}`]);
+  throw new LaunchError(
+    `the gateway did not come up${child.exitCode !== null ? ` (the keeper exited with code ${child.exitCode})` : ''}`,
+    [tail || `see ${log}`],
+  );
 }
 
 export interface DownResult {
@@ -257,7 +345,11 @@ export interface DownResult {
  * whose keeper died (HAProxy left alone, marked) gets HAProxy's soft stop (SIGUSR1), then the same.
  * The record goes when nothing of the group is left.
  */
-export async function stopGateway(stateDir: string, graceMs = 35_000, o: { forceForget?: boolean } = {}): Promise<DownResult> {
+export async function stopGateway(
+  stateDir: string,
+  graceMs = 35_000,
+  o: { forceForget?: boolean } = {},
+): Promise<DownResult> {
   const reg = new Registry(stateDir);
   const t0 = performance.now();
   const ms = () => Math.round(performance.now() - t0);
@@ -274,7 +366,13 @@ export async function stopGateway(stateDir: string, graceMs = 35_000, o: { force
   }
   if (e.proof.state === 'unproven') {
     if (o.forceForget) reg.removeGateway();
-    return { how: 'unproven', ms: 0, pid: id.pid, reason: e.proof.reason, ...(o.forceForget ? { forgotten: true } : {}) };
+    return {
+      how: 'unproven',
+      ms: 0,
+      pid: id.pid,
+      reason: e.proof.reason,
+      ...(o.forceForget ? { forgotten: true } : {}),
+    };
   }
   const orphaned = e.proof.state === 'degraded';
   // the keeper soft-stops HAProxy itself (its streams finish), then exits; without it, HAProxy's own soft stop
@@ -299,7 +397,10 @@ export async function stopGateway(stateDir: string, graceMs = 35_000, o: { force
 
 interface GatewayView {
   record: GatewayRecord;
-  /** requests for no model this gateway routes (HAProxy's own 401, 404 and 400, a body it could not read): counted by the usage filter */
+  /**
+   * requests for no model this gateway routes (HAProxy's own 401, 404 and 400, a body it could not read): counted by
+   * the usage filter
+   */
   unattributed?: number;
   models: Array<{
     name: string;
@@ -312,7 +413,10 @@ interface GatewayView {
     /** requests waiting in HAProxy's queue for the model (admission) */
     queued: number;
     onDemand?: { pinned: boolean; lastStartMs?: number; lastEvictMs?: number; starts: number; evictions: number };
-    /** tokens and prefix-routing hits of its answers since the keeper started (src/gateway/usage.ts); absent when not recorded */
+    /**
+     * tokens and prefix-routing hits of its answers since the keeper started (src/gateway/usage.ts); absent when not
+     * recorded
+     */
     usage?: UsageCounts;
   }>;
   /** false: this HAProxy has no Lua, so no usage or prefix hits are counted */
@@ -322,7 +426,9 @@ interface GatewayView {
 /** The backends' waiting requests (qcur of the BACKEND rows of each worker's `show stat`), summed. */
 function backendQueues(texts: string[]): Map<string, number> {
   const out = new Map<string, number>();
-  for (const text of texts) for (const { backend, value } of backendColumn(text, 'qcur')) if (/^\d+$/.test(value)) out.set(backend, (out.get(backend) ?? 0) + Number(value));
+  for (const text of texts)
+    for (const { backend, value } of backendColumn(text, 'qcur'))
+      if (/^\d+$/.test(value)) out.set(backend, (out.get(backend) ?? 0) + Number(value));
   return out;
 }
 
@@ -353,8 +459,14 @@ export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
   } catch {
     /* silent runtime API: every server reads missing */
   }
-  const usage = r.usage && typeof r.usage === 'object' && r.usage.models && typeof r.usage.models === 'object' ? r.usage.models : undefined;
-  const unattributed = usage && Number.isSafeInteger(r.usage?.unattributed) && r.usage!.unattributed >= 0 ? r.usage!.unattributed : undefined;
+  const usage =
+    r.usage && typeof r.usage === 'object' && r.usage.models && typeof r.usage.models === 'object'
+      ? r.usage.models
+      : undefined;
+  const unattributed =
+    usage && Number.isSafeInteger(r.usage?.unattributed) && r.usage!.unattributed >= 0
+      ? r.usage!.unattributed
+      : undefined;
   return {
     record: r,
     usageRecorded: !!usage,
@@ -365,9 +477,17 @@ export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
         // in flight on every worker: after a reload, the old one still carries its streams
         const carried = old.flat().filter((s) => s.backend === m.backend && s.server === name);
         const inFlight = [...(st ? [st] : []), ...carried].reduce((n, s) => n + s.scur + s.qcur, 0);
-        return { name, state: st ? serverState(st) : 'missing', check: st ? `${st.checkStatus} ${st.lastCheck}`.trim() : '', inFlight };
+        return {
+          name,
+          state: st ? serverState(st) : 'missing',
+          check: st ? `${st.checkStatus} ${st.lastCheck}`.trim() : '',
+          inFlight,
+        };
       });
-      const asleep = m.sleepMode && servers.length > 0 && servers.every((s) => s.state === 'maint' || (s.state === 'down' && s.check.startsWith('L7RSP')));
+      const asleep =
+        m.sleepMode &&
+        servers.length > 0 &&
+        servers.every((s) => s.state === 'maint' || (s.state === 'down' && s.check.startsWith('L7RSP')));
       const od = r.onDemand?.find((x) => x.profile === m.profile);
       const state = od?.state ?? (asleep ? 'sleeping' : servers.length ? 'running' : 'stopped');
       return {
@@ -378,7 +498,17 @@ export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
         asleep,
         state,
         queued: queues.get(m.backend) ?? 0,
-        ...(od ? { onDemand: { pinned: od.pinned, lastStartMs: od.lastStartMs, lastEvictMs: od.lastEvictMs, starts: od.starts, evictions: od.evictions } } : {}),
+        ...(od
+          ? {
+              onDemand: {
+                pinned: od.pinned,
+                lastStartMs: od.lastStartMs,
+                lastEvictMs: od.lastEvictMs,
+                starts: od.starts,
+                evictions: od.evictions,
+              },
+            }
+          : {}),
         ...(usage ? { usage: { ...emptyCounts(), ...(usage[m.name] ?? {}) } } : {}),
       };
     }),

@@ -19,7 +19,13 @@
 //   gateway's key (constant-time compare) before the keeper adds a model's key, and the model is
 //   read from the body (src/gateway/route.ts).
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type ServerResponse,
+  type Server,
+} from 'node:http';
 import { mkdirSync, openSync, closeSync, chmodSync, lstatSync, unlinkSync, fstatSync, writeSync } from 'node:fs';
 import { connect } from 'node:net';
 import { bindTrial, holdersInWords, listenerIsOneOf } from '../engine/runtime/socket-owner.js';
@@ -34,10 +40,28 @@ import { LaunchError, UsageError } from '../errors.js';
 import { readTail } from '../util/read.js';
 import { INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
-import { backendColumn, parseShowStat, runtimeCommand, setServerState, showStat, showStatEveryWorker, type ServerStat } from '../router/api.js';
+import {
+  backendColumn,
+  parseShowStat,
+  runtimeCommand,
+  setServerState,
+  showStat,
+  showStatEveryWorker,
+  type ServerStat,
+} from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
-import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv, RETURN_ROUTE_HEADER, RETURNED_HEADER, type RenderOptions } from './config.js';
+import {
+  renderGatewayConfig,
+  modelsJson,
+  modelsMap,
+  aliasesMap,
+  unknownModelBody,
+  haproxyEnv,
+  RETURN_ROUTE_HEADER,
+  RETURNED_HEADER,
+  type RenderOptions,
+} from './config.js';
 import { USAGE_LUA, UsageBook, parseRouteLine, parseUsageLine } from './usage.js';
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
@@ -77,7 +101,14 @@ export function servedInstances(stateDir: string): ServedInstance[] {
   for (const c of overNodes(servers)) {
     try {
       const u = new URL(c.url);
-      out.push({ name: `${c.profile}-head`, profile: c.profile, servedName: c.servedName, host: u.hostname, port: Number(u.port || 80), argv: [] });
+      out.push({
+        name: `${c.profile}-head`,
+        profile: c.profile,
+        servedName: c.servedName,
+        host: u.hostname,
+        port: Number(u.port || 80),
+        argv: [],
+      });
     } catch {
       /* a record without a usable URL is not routed */
     }
@@ -94,7 +125,13 @@ interface Files {
 }
 
 export function renderFiles(plan: GatewayPlan, usage?: RenderOptions['usage']): Files {
-  return { config: renderGatewayConfig(plan, { logStdout: true, usage }), models: modelsJson(plan, 0), map: modelsMap(plan), aliases: aliasesMap(plan), unknown: unknownModelBody(plan) };
+  return {
+    config: renderGatewayConfig(plan, { logStdout: true, usage }),
+    models: modelsJson(plan, 0),
+    map: modelsMap(plan),
+    aliases: aliasesMap(plan),
+    unknown: unknownModelBody(plan),
+  };
 }
 
 function writeFiles(plan: GatewayPlan, f: Files) {
@@ -108,15 +145,25 @@ function writeFiles(plan: GatewayPlan, f: Files) {
 function ensureGatewayDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = lstatSync(dir);
-  if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`gateway folder ${dir}: is not a plain folder (a link?)`, [`remove ${dir}; sparkctl creates it`]);
+  if (st.isSymbolicLink() || !st.isDirectory())
+    throw new UsageError(`gateway folder ${dir}: is not a plain folder (a link?)`, [
+      `remove ${dir}; sparkctl creates it`,
+    ]);
   if (typeof process.getuid === 'function' && st.uid !== process.getuid())
-    throw new UsageError(`gateway folder ${dir}: belongs to uid ${st.uid}, not to this user`, [`remove ${dir}; sparkctl creates it`]);
+    throw new UsageError(`gateway folder ${dir}: belongs to uid ${st.uid}, not to this user`, [
+      `remove ${dir}; sparkctl creates it`,
+    ]);
   if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
 }
 
 function check(haproxy: string, file: string, env: Record<string, string>): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) =>
-    execFile(haproxy, ['-c', '-f', file], { timeout: 15_000, env: { PATH: process.env.PATH ?? '', ...env } }, (err, so, se) => resolve({ ok: !err, output: `${so}${se}`.trim() })),
+    execFile(
+      haproxy,
+      ['-c', '-f', file],
+      { timeout: 15_000, env: { PATH: process.env.PATH ?? '', ...env } },
+      (err, so, se) => resolve({ ok: !err, output: `${so}${se}`.trim() }),
+    ),
   );
 }
 
@@ -181,21 +228,35 @@ export class Keeper {
         ...checked.output.split('\n').slice(-6),
         'HAProxy 2.6 or later is needed; sparkctl gateway config prints what it would run',
       ]);
-    // each port HAProxy will bind, tried first: one another process holds is named with its holder (not "haproxy exited with code 1")
-    await portFree(this.plan.bind.host, this.plan.bind.port, 'the gateway port', '--port N (the stats port follows it: N + 1), or gateway.port in --config');
-    await portFree(this.plan.stats.host, this.plan.stats.port, "the gateway's stats port", '--port N (the stats port is N + 1), or gateway.statsPort in --config');
+    // each port HAProxy will bind, tried first: one another process holds is named with its holder (not "haproxy exited
+    // with code 1")
+    await portFree(
+      this.plan.bind.host,
+      this.plan.bind.port,
+      'the gateway port',
+      '--port N (the stats port follows it: N + 1), or gateway.port in --config',
+    );
+    await portFree(
+      this.plan.stats.host,
+      this.plan.stats.port,
+      "the gateway's stats port",
+      '--port N (the stats port is N + 1), or gateway.statsPort in --config',
+    );
     await this.startListener();
     this.startHaproxy();
     await this.waitListening();
     this.routed = this.plan.models;
     o.onReady?.({ haproxyPid: this.child!.pid!, plan: this.plan });
-    o.log(`gateway: ${this.plan.models.length} model(s): ${this.plan.models.map((m) => `${m.name} (${m.servers.length})`).join(', ') || 'none yet'}`);
+    o.log(
+      `gateway: ${this.plan.models.length} model(s): ${this.plan.models.map((m) => `${m.name} (${m.servers.length})`).join(', ') || 'none yet'}`,
+    );
     for (const s of this.plan.skipped) o.log(`gateway: left out: ${s}`);
     const every = o.followMs ?? 1000;
     while (!o.signal.aborted) {
       await pause(every, o.signal);
       if (o.signal.aborted) break;
-      if (this.child?.exitCode !== null && this.child?.exitCode !== undefined) throw new Error(`haproxy exited with code ${this.child.exitCode}`);
+      if (this.child?.exitCode !== null && this.child?.exitCode !== undefined)
+        throw new Error(`haproxy exited with code ${this.child.exitCode}`);
       try {
         if (this.usage && Date.now() - this.flushedAt >= USAGE_FLUSH_MS) {
           this.flushedAt = Date.now();
@@ -219,9 +280,13 @@ export class Keeper {
    * pipe (fd 3); without it, the gateway runs as before and says what it does not count.
    */
   private async startUsage() {
-    const vv = await new Promise<string>((resolve) => execFile(this.o.haproxy, ['-vv'], { timeout: 15_000, maxBuffer: 1 << 20 }, (_e, so) => resolve(String(so ?? ''))));
+    const vv = await new Promise<string>((resolve) =>
+      execFile(this.o.haproxy, ['-vv'], { timeout: 15_000, maxBuffer: 1 << 20 }, (_e, so) => resolve(String(so ?? ''))),
+    );
     if (!/Built with Lua version/.test(vv)) {
-      this.o.log('gateway: token usage per model is not recorded: this HAProxy is built without Lua (haproxy -vv: USE_LUA)');
+      this.o.log(
+        'gateway: token usage per model is not recorded: this HAProxy is built without Lua (haproxy -vv: USE_LUA)',
+      );
       return;
     }
     const lua = join(this.plan.dir, 'usage.lua');
@@ -246,10 +311,19 @@ export class Keeper {
     // With the usage filter, HAProxy logs to fd 3 (a pipe the keeper reads: usage lines counted, the rest
     // written to the log) and runs quiet (-q): a Lua log line is not also printed to stderr
     // -S: the master CLI, where an old worker is asked what it still carries after a reload (workers())
-    this.child = spawn(this.o.haproxy, ['-W', '-db', '-S', `${p.master},mode,600`, ...(this.usage ? ['-q'] : []), '-f', p.config, '-p', p.pid], {
-      stdio: this.usage ? ['ignore', fd, fd, 'pipe'] : ['ignore', fd, fd],
-      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...HAPROXY_MALLOC_ENV, ...markers(), ...this.env(this.plan) },
-    });
+    this.child = spawn(
+      this.o.haproxy,
+      ['-W', '-db', '-S', `${p.master},mode,600`, ...(this.usage ? ['-q'] : []), '-f', p.config, '-p', p.pid],
+      {
+        stdio: this.usage ? ['ignore', fd, fd, 'pipe'] : ['ignore', fd, fd],
+        env: {
+          PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+          ...HAPROXY_MALLOC_ENV,
+          ...markers(),
+          ...this.env(this.plan),
+        },
+      },
+    );
     const pipe = this.child.stdio[3] as NodeJS.ReadableStream | null | undefined;
     if (this.usage && pipe) {
       const book = this.usage;
@@ -283,14 +357,21 @@ export class Keeper {
   private async waitListening(deadlineMs = 10_000) {
     const answers = async () => {
       if (this.child?.exitCode !== null)
-        throw new LaunchError(`haproxy exited with code ${this.child?.exitCode} as it started`, [...logTail(this.plan.files.log, this.logFrom), `see ${this.plan.files.log}`]);
+        throw new LaunchError(`haproxy exited with code ${this.child?.exitCode} as it started`, [
+          ...logTail(this.plan.files.log, this.logFrom),
+          `see ${this.plan.files.log}`,
+        ]);
       return runtimeCommand(this.plan.files.socket, 'show info', 1000).then(
         () => true,
         () => false,
       );
     };
     const r = await pollUntil(answers, (ok) => ok, { deadlineMs, intervalMs: 50 });
-    if (!r.done) throw new LaunchError(`haproxy did not answer on ${this.plan.files.socket} within ${deadlineMs} ms`, [...logTail(this.plan.files.log, this.logFrom), `see ${this.plan.files.log}`]);
+    if (!r.done)
+      throw new LaunchError(`haproxy did not answer on ${this.plan.files.socket} within ${deadlineMs} ms`, [
+        ...logTail(this.plan.files.log, this.logFrom),
+        `see ${this.plan.files.log}`,
+      ]);
   }
 
   private startOnDemand() {
@@ -317,8 +398,14 @@ export class Keeper {
       }
       for (const m of this.plan.models) {
         const rows = stats.filter((x) => x.backend === m.backend && x.server !== 'waker');
-        // HAProxy's count (every worker's), the keeper's own (what it passes straight to a server), and what it holds or passes back for the model
-        inFlight.set(m.backend, rows.reduce((n, x) => n + x.scur + x.qcur, 0) + m.servers.reduce((n, sv) => n + (this.inFlight.get(sv.name) ?? 0), 0) + (this.passing.get(m.name) ?? 0));
+        // HAProxy's count (every worker's), the keeper's own (what it passes straight to a server), and what it holds
+        // or passes back for the model
+        inFlight.set(
+          m.backend,
+          rows.reduce((n, x) => n + x.scur + x.qcur, 0) +
+            m.servers.reduce((n, sv) => n + (this.inFlight.get(sv.name) ?? 0), 0) +
+            (this.passing.get(m.name) ?? 0),
+        );
       }
       return { inFlight, idleS: this.lastSessions(texts), unread };
     };
@@ -330,7 +417,10 @@ export class Keeper {
         running: () => this.plan.models.filter((m) => m.servers.length > 0),
         load: busy,
         rotation: async (m, out) => {
-          for (const sv of m.servers) await setServerState(this.plan.files.socket, m.backend, sv.name, out ? 'maint' : 'ready').catch(() => undefined);
+          for (const sv of m.servers)
+            await setServerState(this.plan.files.socket, m.backend, sv.name, out ? 'maint' : 'ready').catch(
+              () => undefined,
+            );
         },
         follow: () => this.follow(),
         asleep: (m) => this.slept.has(m.name),
@@ -338,9 +428,15 @@ export class Keeper {
         changed: () => o.onChange?.(),
         log: o.log,
       },
-      { stateDir: o.stateDir, sparkctl: o.sparkctl, startTimeoutMs: parseDuration(o.settings.onDemand.startTimeout, 'gateway.onDemand.startTimeout') },
+      {
+        stateDir: o.stateDir,
+        sparkctl: o.sparkctl,
+        startTimeoutMs: parseDuration(o.settings.onDemand.startTimeout, 'gateway.onDemand.startTimeout'),
+      },
     );
-    o.log(`gateway: on demand: ${profiles.map((p) => `${p.profile}${p.pinned ? ' (pinned)' : ''}`).join(', ')}; evict by ${o.settings.onDemand.evict}`);
+    o.log(
+      `gateway: on demand: ${profiles.map((p) => `${p.profile}${p.pinned ? ' (pinned)' : ''}`).join(', ')}; evict by ${o.settings.onDemand.evict}`,
+    );
   }
 
   /**
@@ -352,17 +448,26 @@ export class Keeper {
   async follow(): Promise<boolean> {
     const plan = planGateway(this.o.settings, servedInstances(this.o.stateDir), this.o.stateDir, this.od?.entries());
     const files = renderFiles(plan, this.usageOpts);
-    if (files.config === this.files.config && files.map === this.files.map && files.models === this.files.models && files.aliases === this.files.aliases && files.unknown === this.files.unknown)
+    if (
+      files.config === this.files.config &&
+      files.map === this.files.map &&
+      files.models === this.files.models &&
+      files.aliases === this.files.aliases &&
+      files.unknown === this.files.unknown
+    )
       return false;
     writeFiles(plan, files);
     const checked = await check(this.o.haproxy, plan.files.config, this.env(plan));
     if (!checked.ok) {
-      this.o.log(`gateway: the new config was refused, the running one stays: ${checked.output.split('\n').slice(-3).join(' | ')}`);
+      this.o.log(
+        `gateway: the new config was refused, the running one stays: ${checked.output.split('\n').slice(-3).join(' | ')}`,
+      );
       writeFiles(this.plan, this.files);
       return false;
     }
     const was = new Set(this.plan.models.map((m) => `${m.name}@${m.servers.map((s) => s.port).join('+')}`));
-    // the worker that runs the files before this reload: the reload is done when another one answers and it has left the listening socket
+    // the worker that runs the files before this reload: the reload is done when another one answers and it has left
+    // the listening socket
     const before = await this.workerPid();
     this.plan = plan;
     this.files = files;
@@ -387,7 +492,9 @@ export class Keeper {
     await pause(300);
     for (const name of this.slept) {
       const m = plan.models.find((x) => x.name === name);
-      if (m) for (const s of m.servers) await setServerState(plan.files.socket, m.backend, s.name, 'maint').catch(() => undefined);
+      if (m)
+        for (const s of m.servers)
+          await setServerState(plan.files.socket, m.backend, s.name, 'maint').catch(() => undefined);
     }
     return true;
   }
@@ -443,16 +550,32 @@ export class Keeper {
     const lastsess = this.lastSessions(read.texts);
     for (const m of sleepers) {
       // in flight on every worker: a stream the old worker still carries after a reload keeps its model awake
-      const busy = read.all.filter((s) => s.backend === m.backend).reduce((n, s) => n + s.scur + s.qcur, 0) + (this.passing.get(m.name) ?? 0);
+      const busy =
+        read.all.filter((s) => s.backend === m.backend).reduce((n, s) => n + s.scur + s.qcur, 0) +
+        (this.passing.get(m.name) ?? 0);
       this.wakeHeld(m, read.current);
       const idle = lastsess.get(m.backend);
-      if (plan.idleSleepMs && !this.slept.has(m.name) && !this.waking.has(m.backend) && busy === 0 && idle !== undefined && idle * 1000 >= plan.idleSleepMs) await this.sleepModel(m, idle);
+      if (
+        plan.idleSleepMs &&
+        !this.slept.has(m.name) &&
+        !this.waking.has(m.backend) &&
+        busy === 0 &&
+        idle !== undefined &&
+        idle * 1000 >= plan.idleSleepMs
+      )
+        await this.sleepModel(m, idle);
     }
   }
 
-  /** A request reached a sleeping server before the checks took it out (the current worker's rows): it waits there until woken. */
+  /**
+   * A request reached a sleeping server before the checks took it out (the current worker's rows): it waits there until
+   * woken.
+   */
   private wakeHeld(m: GatewayModel, current: ServerStat[]) {
-    if (current.some((s) => s.backend === m.backend && s.checkStatus === 'L7RSP' && s.scur > 0) && !this.waking.has(m.backend))
+    if (
+      current.some((s) => s.backend === m.backend && s.checkStatus === 'L7RSP' && s.scur > 0) &&
+      !this.waking.has(m.backend)
+    )
       void this.wake(m).catch((e) => this.o.log(`gateway: ${(e as Error).message}`));
   }
 
@@ -476,11 +599,13 @@ export class Keeper {
     for (const text of texts)
       for (const { backend, value } of backendColumn(text, 'lastsess')) {
         const n = Number(value);
-        if (value !== '' && Number.isFinite(n) && n >= 0) this.lastRequest.set(backend, Math.max(this.lastRequest.get(backend) ?? 0, now - n * 1000));
+        if (value !== '' && Number.isFinite(n) && n >= 0)
+          this.lastRequest.set(backend, Math.max(this.lastRequest.get(backend) ?? 0, now - n * 1000));
       }
     const out = new Map<string, number>();
     // never a request yet: idle since the keeper began following it
-    for (const m of this.plan.models) out.set(m.backend, Math.round((now - (this.lastRequest.get(m.backend) ?? this.started)) / 1000));
+    for (const m of this.plan.models)
+      out.set(m.backend, Math.round((now - (this.lastRequest.get(m.backend) ?? this.started)) / 1000));
     return out;
   }
 
@@ -493,7 +618,9 @@ export class Keeper {
     this.slept.add(m.name);
     this.o.onChange?.();
     for (const s of m.servers) await setServerState(sock, m.backend, s.name, 'maint');
-    const results = await Promise.all(m.servers.map((s) => requestSleep(`http://${s.host}:${s.port}`, 1, { mode: 'wait', timeoutMs: 300_000 })));
+    const results = await Promise.all(
+      m.servers.map((s) => requestSleep(`http://${s.host}:${s.port}`, 1, { mode: 'wait', timeoutMs: 300_000 })),
+    );
     const bad = results.filter((r) => !r.ok);
     this.o.log(
       `gateway: ${m.name}: idle ${idleS} s, ${bad.length ? `sleep refused by ${bad.length} server(s): ${bad.map((r) => (r.ok ? '' : r.detail)).join('; ')}` : `asleep (level 1, ${m.servers.length} server(s))`}`,
@@ -553,7 +680,8 @@ export class Keeper {
       await clearStaleSocket(path);
       const server = createServer((req, res) => {
         this.onRequest(req, res, door).catch((e) => {
-          if (!res.headersSent) sendError(res, 503, `the gateway could not pass the request on: ${(e as Error).message}`);
+          if (!res.headersSent)
+            sendError(res, 503, `the gateway could not pass the request on: ${(e as Error).message}`);
           else res.destroy();
         });
       });
@@ -561,7 +689,11 @@ export class Keeper {
       this.listeners.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', (e: NodeJS.ErrnoException) =>
-          reject(new LaunchError(`the keeper could not listen on ${path}: ${e.code ?? e.message}`, [`remove ${path} if no gateway runs (sparkctl gateway status)`])),
+          reject(
+            new LaunchError(`the keeper could not listen on ${path}: ${e.code ?? e.message}`, [
+              `remove ${path} if no gateway runs (sparkctl gateway status)`,
+            ]),
+          ),
         );
         server.listen(path, () => resolve());
       });
@@ -582,13 +714,20 @@ export class Keeper {
     const gatewayKey = plan.apiKeyEnv ? process.env[plan.apiKeyEnv] : undefined;
     // the front door (the client's own headers): the gateway's key, or nothing is added. The backup
     // door is a backend's waker: HAProxy checked the key at its frontend and set the model's own
-    if (door === 'front' && plan.apiKeyEnv && !carriesKey(req.headers, gatewayKey)) return sendError(res, 401, 'Unauthorized', undefined, 'AuthenticationError');
-    // came back from HAProxy's keeper_return and still found no usable server: straight to a server now (never around again)
+    if (door === 'front' && plan.apiKeyEnv && !carriesKey(req.headers, gatewayKey))
+      return sendError(res, 401, 'Unauthorized', undefined, 'AuthenticationError');
+    // came back from HAProxy's keeper_return and still found no usable server: straight to a server now (never around
+    // again)
     const returned = door === 'backup' && req.headers[RETURNED_HEADER] === this.hop;
     const announced = Number(req.headers['content-length']);
     const want = Number.isFinite(announced) && announced > 0 ? announced : MAX_BODY;
     if (this.held + Math.min(want, MAX_BODY) > MAX_HELD)
-      return sendError(res, 503, `the gateway holds ${Math.round(this.held / 2 ** 20)} MiB of request bodies now (at most ${MAX_HELD / 2 ** 20} MiB at once): retry shortly`, 2);
+      return sendError(
+        res,
+        503,
+        `the gateway holds ${Math.round(this.held / 2 ** 20)} MiB of request bodies now (at most ${MAX_HELD / 2 ** 20} MiB at once): retry shortly`,
+        2,
+      );
     const reserved = Math.min(want, MAX_BODY);
     this.held += reserved;
     let body: Buffer;
@@ -604,8 +743,10 @@ export class Keeper {
       let m = route.model;
       if (route.rename) body = renamed(body, route.rename);
       const headers: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k) && !k.startsWith(INTERNAL_HEADER_PREFIX)) headers[k] = v;
-      // one key at the gateway (checked above): the model's own key replaces the client's, as HAProxy does for the other routes
+      for (const [k, v] of Object.entries(req.headers))
+        if (v !== undefined && !HOP.has(k) && !k.startsWith(INTERNAL_HEADER_PREFIX)) headers[k] = v;
+      // one key at the gateway (checked above): the model's own key replaces the client's, as HAProxy does for the
+      // other routes
       if (door === 'front' && plan.apiKeyEnv) {
         delete headers['x-api-key'];
         const k = m.apiKeyEnv ? process.env[m.apiKeyEnv] : undefined;
@@ -618,12 +759,25 @@ export class Keeper {
         if (!ready) return;
         m = ready;
         const s = this.pick(m);
-        if (m.sleepMode && (this.slept.has(m.name) || this.waking.has(m.backend) || (await readSleep(`http://${s.host}:${s.port}`)).state === 'sleeping')) await this.wake(m);
+        if (
+          m.sleepMode &&
+          (this.slept.has(m.name) ||
+            this.waking.has(m.backend) ||
+            (await readSleep(`http://${s.host}:${s.port}`)).state === 'sleeping')
+        )
+          await this.wake(m);
         if (!returned) {
           // back into HAProxy, to the model's backend: the prefix hash and the admission limit hold for it too
-          await passOn(req.method ?? 'POST', req.url ?? '/', { ...headers, [RETURN_ROUTE_HEADER]: m.name, [RETURNED_HEADER]: this.hop }, body, res, {
-            socketPath: this.plan.keeper.returnSocket,
-          });
+          await passOn(
+            req.method ?? 'POST',
+            req.url ?? '/',
+            { ...headers, [RETURN_ROUTE_HEADER]: m.name, [RETURNED_HEADER]: this.hop },
+            body,
+            res,
+            {
+              socketPath: this.plan.keeper.returnSocket,
+            },
+          );
           return;
         }
         this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 0) + 1);
@@ -640,7 +794,10 @@ export class Keeper {
     }
   }
 
-  /** This keeper's token on what it passes back into HAProxy (believed only as its own: no client can set an x-sparkctl-* header) */
+  /**
+   * This keeper's token on what it passes back into HAProxy (believed only as its own: no client can set an
+   * x-sparkctl-* header)
+   */
   private readonly hop = randomBytes(16).toString('hex');
 
   /** Requests the keeper is passing on (or holding for a wake), by model: a model with one is not idle. */
@@ -666,7 +823,10 @@ export class Keeper {
     try {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`not started within ${this.o.settings.onDemand.startTimeout}`)), limitMs);
+        timer = setTimeout(
+          () => reject(new Error(`not started within ${this.o.settings.onDemand.startTimeout}`)),
+          limitMs,
+        );
       });
       try {
         if (!m.servers.length || od.state(m.profile) === 'evicting') await Promise.race([od.ensure(m.profile), late]);
@@ -715,7 +875,10 @@ export class Keeper {
   }
 }
 
-/** The marks HAProxy carries from the keeper: the gateway's marker (what proves the group ours if the keeper dies), a test run's. */
+/**
+ * The marks HAProxy carries from the keeper: the gateway's marker (what proves the group ours if the keeper dies), a
+ * test run's.
+ */
 function markers(): Record<string, string> {
   const out: Record<string, string> = {};
   for (const k of [INSTANCE_ENV, 'SPARKCTL_TEST_RUN', 'SPARKCTL_TEST_CASE']) {
@@ -738,9 +901,20 @@ function logTail(path: string, from: number): string[] {
   }
 }
 
-function sendError(res: ServerResponse, status: number, message: string, retryAfterS?: number, type = 'ServiceUnavailableError', param: string | null = null) {
+function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  retryAfterS?: number,
+  type = 'ServiceUnavailableError',
+  param: string | null = null,
+) {
   const text = JSON.stringify({ error: { message, type, param, code: status } });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(retryAfterS ? { 'retry-after': String(retryAfterS) } : {}) });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...(retryAfterS ? { 'retry-after': String(retryAfterS) } : {}),
+  });
   res.end(text);
 }
 
@@ -753,7 +927,9 @@ const MAX_HELD = 256 * 1024 * 1024;
 const bodyTooLarge = (n: number) =>
   `the request body (${n} bytes) is over the ${MAX_BODY / 2 ** 20} MiB the gateway reads to find its model; send the model first in the JSON (the gateway reads the first 256 KiB itself), or send it to the model's server directly`;
 
-/** Bind host:port for a moment: taken (or not ours to take) is a launch failure naming the port, its holder and the fix. */
+/**
+ * Bind host:port for a moment: taken (or not ours to take) is a launch failure naming the port, its holder and the fix.
+ */
 async function portFree(host: string, port: number, what: string, fix: string): Promise<void> {
   const taken = await bindTrial(host, port);
   if (!taken) return;
@@ -765,7 +941,11 @@ async function portFree(host: string, port: number, what: string, fix: string): 
     ]);
   }
   throw new LaunchError(`${what} ${at} cannot be bound: ${taken.code}`, [
-    taken.code === 'EACCES' ? `a port below 1024 needs root; ${fix}` : taken.code === 'EADDRNOTAVAIL' ? `${host} is not an address of this host: --host` : fix,
+    taken.code === 'EACCES'
+      ? `a port below 1024 needs root; ${fix}`
+      : taken.code === 'EADDRNOTAVAIL'
+        ? `${host} is not an address of this host: --host`
+        : fix,
   ]);
 }
 
@@ -780,7 +960,11 @@ async function clearStaleSocket(path: string): Promise<void> {
   } catch {
     return;
   }
-  if (!st.isSocket()) throw new LaunchError(`${path} is not a socket (a ${st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'folder' : 'file'})`, [`remove ${path}; sparkctl creates it`]);
+  if (!st.isSocket())
+    throw new LaunchError(
+      `${path} is not a socket (a ${st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'folder' : 'file'})`,
+      [`remove ${path}; sparkctl creates it`],
+    );
   const answers = await new Promise<boolean>((resolve) => {
     const c = connect(path);
     const t = setTimeout(() => {
@@ -797,7 +981,10 @@ async function clearStaleSocket(path: string): Promise<void> {
       resolve(false);
     });
   });
-  if (answers) throw new LaunchError(`another gateway keeper listens on ${path}`, ['sparkctl gateway status shows it; sparkctl gateway down stops one that gateway up started']);
+  if (answers)
+    throw new LaunchError(`another gateway keeper listens on ${path}`, [
+      'sparkctl gateway status shows it; sparkctl gateway down stops one that gateway up started',
+    ]);
   unlinkSync(path);
 }
 
@@ -828,7 +1015,16 @@ function readBounded(req: IncomingMessage, max: number): Promise<Buffer> {
   });
 }
 
-const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'content-length']);
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'content-length',
+]);
 
 /** The request to a (woken) server, its answer streamed back as it comes (an SSE stream included). */
 function passOn(

@@ -24,7 +24,10 @@ type ModelState = 'running' | 'sleeping' | 'stopped' | 'starting' | 'evicting';
 export interface OnDemandProfile extends OnDemandEntry {
   pinned: boolean;
   serveArgs: string[];
-  /** what it needs running (every GPU it takes), and its weights (what a level-1 sleep keeps on a Spark), bytes; 0 when no budget is set */
+  /**
+   * what it needs running (every GPU it takes), and its weights (what a level-1 sleep keeps on a Spark), bytes; 0 when
+   * no budget is set
+   */
   needBytes: number;
   weightsBytes: number;
 }
@@ -40,9 +43,13 @@ interface Swap {
 }
 
 /** GPUs a profile takes on this host ('auto' replicas: one copy is what the plan can count on). */
-const gpusOf = (p: Profile) => (p.parallel.replicas === 'auto' ? 1 : p.parallel.replicas) * p.parallel.tensor * p.parallel.pipeline;
+const gpusOf = (p: Profile) =>
+  (p.parallel.replicas === 'auto' ? 1 : p.parallel.replicas) * p.parallel.tensor * p.parallel.pipeline;
 
-/** The environment of a serve or stop the keeper runs: the gateway's marker stays the gateway's (a server carrying it would read as part of the gateway). */
+/**
+ * The environment of a serve or stop the keeper runs: the gateway's marker stays the gateway's (a server carrying it
+ * would read as part of the gateway).
+ */
 function childEnv(stateDir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, SPARKCTL_STATE_DIR: stateDir, NO_COLOR: '1' };
   delete env[INSTANCE_ENV];
@@ -60,7 +67,10 @@ function flagValues(args: string[], flag: string): string[] {
   return out;
 }
 
-/** The on-demand set from the settings, each profile read as `serve` would read it (its --profiles and --set). Problems are said, never thrown: a profile that cannot be read is left out. */
+/**
+ * The on-demand set from the settings, each profile read as `serve` would read it (its --profiles and --set). Problems
+ * are said, never thrown: a profile that cannot be read is left out.
+ */
 export function readOnDemand(s: GatewaySettings): { profiles: OnDemandProfile[]; problems: string[] } {
   const profiles: OnDemandProfile[] = [];
   const problems: string[] = [];
@@ -68,7 +78,10 @@ export function readOnDemand(s: GatewaySettings): { profiles: OnDemandProfile[];
   for (const [name, m] of Object.entries(s.models)) {
     if (!m.onDemand) continue;
     try {
-      const { profile: p } = loadProfile(name, { profilesDir: flagValues(m.serve, '--profiles')[0], sets: flagValues(m.serve, '--set') });
+      const { profile: p } = loadProfile(name, {
+        profilesDir: flagValues(m.serve, '--profiles')[0],
+        sets: flagValues(m.serve, '--set'),
+      });
       const gpus = gpusOf(p);
       let need = 0;
       let weights = 0;
@@ -195,19 +208,32 @@ export class OnDemand {
         onDemand: Boolean(mine),
       });
     }
-    return planRoom(budget, holders, { profile: od.profile, needBytes: od.needBytes }, this.settings.onDemand.evict, now);
+    return planRoom(
+      budget,
+      holders,
+      { profile: od.profile, needBytes: od.needBytes },
+      this.settings.onDemand.evict,
+      now,
+    );
   }
 
-  /** A running model outside the on-demand set: its need from its profile as shipped (never evicted; it only takes room). */
+  /**
+   * A running model outside the on-demand set: its need from its profile as shipped (never evicted; it only takes
+   * room).
+   */
   private needOf(profile: string): { needBytes: number; weightsBytes: number } {
     const budget = this.settings.onDemand.gpuMemoryBytes!;
     try {
       const { profile: p } = loadProfile(profile);
       const n = serverNeed(profile, p, budget);
       const gpus = gpusOf(p);
-      return { needBytes: needBytes(n, { totalBytes: budget, unified: this.settings.onDemand.unified }) * gpus, weightsBytes: n.weightsBytes * gpus };
+      return {
+        needBytes: needBytes(n, { totalBytes: budget, unified: this.settings.onDemand.unified }) * gpus,
+        weightsBytes: n.weightsBytes * gpus,
+      };
     } catch {
-      // a profile that cannot be read here: its share of the budget is unknown; counted as the whole share it was started with is not known either
+      // a profile that cannot be read here: its share of the budget is unknown; counted as the whole share it was
+      // started with is not known either
       this.host.log(`gateway: ${profile}: its profile cannot be read: counted as needing nothing of the budget`);
       return { needBytes: 0, weightsBytes: 0 };
     }
@@ -245,8 +271,16 @@ export class OnDemand {
     }
     const ok = Boolean(this.host.model(profile)?.servers.length);
     const ms = Math.round(performance.now() - t0);
-    this.record({ profile, what: 'start', ms, ok, reason: ok ? reason : 'started, but the registry did not list it before the deadline' });
-    this.host.log(`gateway: ${profile}: ${ok ? `started on demand in ${ms} ms` : 'not in the registry in time'} (${reason})`);
+    this.record({
+      profile,
+      what: 'start',
+      ms,
+      ok,
+      reason: ok ? reason : 'started, but the registry did not list it before the deadline',
+    });
+    this.host.log(
+      `gateway: ${profile}: ${ok ? `started on demand in ${ms} ms` : 'not in the registry in time'} (${reason})`,
+    );
     if (!ok) throw new Error(`${profile} did not come up in time`);
     this.used(profile);
   }
@@ -255,7 +289,10 @@ export class OnDemand {
   private serve(od: OnDemandProfile, deadline: number): Promise<{ ok: boolean; detail: string }> {
     return new Promise((resolve) => {
       const env = childEnv(this.o.stateDir);
-      const child = spawn(process.execPath, [this.o.sparkctl, 'serve', od.profile, ...od.serveArgs], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [this.o.sparkctl, 'serve', od.profile, ...od.serveArgs], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       const keep = (d: Buffer) => {
         out = (out + d.toString()).slice(-4096);
@@ -266,12 +303,20 @@ export class OnDemand {
       child.on('close', (code) => {
         clearTimeout(timer);
         const ready = code === 0 || (code === 1 && /^ready: /m.test(out));
-        resolve({ ok: ready, detail: ready ? 'ready' : `serve exited ${code ?? 'by a signal'}: ${out.trim().split('\n').slice(-3).join(' | ')}` });
+        resolve({
+          ok: ready,
+          detail: ready
+            ? 'ready'
+            : `serve exited ${code ?? 'by a signal'}: ${out.trim().split('\n').slice(-3).join(' | ')}`,
+        });
       });
     });
   }
 
-  /** Out of rotation, its requests in flight left to finish (30 s at most, then the eviction is given up), then stopped or put to sleep. */
+  /**
+   * Out of rotation, its requests in flight left to finish (30 s at most, then the eviction is given up), then stopped
+   * or put to sleep.
+   */
   private async evict(profile: string, how: EvictHow, why: string): Promise<void> {
     const m = this.host.model(profile);
     if (!m) return;
@@ -287,7 +332,9 @@ export class OnDemand {
         if (!unread && !(inFlight.get(m.backend) ?? 0)) break;
         if (Date.now() > drained) {
           await this.host.rotation(m, false);
-          throw new Error(`${profile}: ${unread ? `its requests in flight could not be read for 30 s (${unread})` : 'requests still in flight after 30 s'}: not evicted`);
+          throw new Error(
+            `${profile}: ${unread ? `its requests in flight could not be read for 30 s (${unread})` : 'requests still in flight after 30 s'}: not evicted`,
+          );
         }
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -299,7 +346,9 @@ export class OnDemand {
         detail = r.out;
       } else {
         const level = how === 'sleep1' ? 1 : 2;
-        const rs = await Promise.all(m.servers.map((s) => requestSleep(`http://${s.host}:${s.port}`, level, { mode: 'wait', timeoutMs: 300_000 })));
+        const rs = await Promise.all(
+          m.servers.map((s) => requestSleep(`http://${s.host}:${s.port}`, level, { mode: 'wait', timeoutMs: 300_000 })),
+        );
         ok = rs.every((r) => r.ok);
         detail = rs.map((r) => (r.ok ? '' : r.detail)).join('; ');
         if (ok) this.host.markSlept(m);
@@ -307,7 +356,9 @@ export class OnDemand {
       }
       const ms = Math.round(performance.now() - t0);
       this.record({ profile, what: 'evict', how, ms, ok, reason: ok ? why : `${why}; failed: ${detail}` });
-      this.host.log(`gateway: ${profile}: ${ok ? `evicted (${how}) in ${ms} ms` : `eviction (${how}) failed: ${detail}`}: ${why}`);
+      this.host.log(
+        `gateway: ${profile}: ${ok ? `evicted (${how}) in ${ms} ms` : `eviction (${how}) failed: ${detail}`}: ${why}`,
+      );
       if (!ok) throw new Error(`${profile} could not be evicted (${how}): ${detail}`);
       if (how === 'stop') await this.host.follow();
     } finally {
@@ -350,7 +401,16 @@ export class OnDemand {
   }
 
   /** For gateway status: each model of the set, its state, its last start and eviction. */
-  view(): Array<{ profile: string; name: string; state: ModelState; pinned: boolean; lastStartMs?: number; lastEvictMs?: number; starts: number; evictions: number }> {
+  view(): Array<{
+    profile: string;
+    name: string;
+    state: ModelState;
+    pinned: boolean;
+    lastStartMs?: number;
+    lastEvictMs?: number;
+    starts: number;
+    evictions: number;
+  }> {
     return [...this.byProfile.values()].map((p) => {
       const mine = this.swaps.filter((s) => s.profile === p.profile && s.ok);
       const starts = mine.filter((s) => s.what === 'start');

@@ -20,15 +20,32 @@ const ModelSettings = z.strictObject({
     .min(1)
     .max(100_000)
     .optional()
-    .describe("Requests in flight per server before the gateway queues; default the server's --max-num-seqs (what vLLM runs at once), else 256"),
-  queue: z.number().int().min(0).max(100_000).optional().describe('Requests that may wait for a slot of this model; past it 429 + Retry-After. Default: as many as the model runs at once'),
+    .describe(
+      "Requests in flight per server before the gateway queues; default the server's --max-num-seqs (what vLLM runs at once), else 256",
+    ),
+  queue: z
+    .number()
+    .int()
+    .min(0)
+    .max(100_000)
+    .optional()
+    .describe(
+      'Requests that may wait for a slot of this model; past it 429 + Retry-After. Default: as many as the model runs at once',
+    ),
   pinned: z.boolean().default(false).describe('Never evicted to make room for another model'),
-  onDemand: z.boolean().default(true).describe('Started when a request names it and it is not running; evicted (least recently used first) to make room for another'),
+  onDemand: z
+    .boolean()
+    .default(true)
+    .describe(
+      'Started when a request names it and it is not running; evicted (least recently used first) to make room for another',
+    ),
   serve: z
     .array(z.string().max(4096))
     .max(64)
     .default([])
-    .describe('The arguments `sparkctl serve PROFILE` gets when the gateway starts it (--profiles DIR, --engine, --set ...); never a secret: keys travel in variables'),
+    .describe(
+      'The arguments `sparkctl serve PROFILE` gets when the gateway starts it (--profiles DIR, --engine, --set ...); never a secret: keys travel in variables',
+    ),
 });
 type ModelSettings = z.infer<typeof ModelSettings>;
 
@@ -39,37 +56,75 @@ export const VLLM_DEFAULT_MAX_NUM_SEQS = 256;
 export const GatewaySettings = z.strictObject({
   host: z.string().default('127.0.0.1').describe('Where the gateway listens (0.0.0.0: every interface)'),
   port: z.number().int().min(1).max(65535).default(8080),
-  statsPort: z.number().int().min(1).max(65535).optional().describe("HAProxy's stats page and Prometheus exporter on 127.0.0.1; default port + 1"),
+  statsPort: z
+    .number()
+    .int()
+    .min(1)
+    .max(65535)
+    .optional()
+    .describe("HAProxy's stats page and Prometheus exporter on 127.0.0.1; default port + 1"),
   wakerPort: z
     .number()
     .int()
     .min(1)
     .max(65535)
     .optional()
-    .describe("No longer used (kept so that older files still load): the keeper listens on a Unix socket in the gateway's 0700 folder, never on a port"),
-  aliases: z.record(z.string(), z.string()).default({}).describe('NAME: MODEL, a name clients may send for a served model'),
+    .describe(
+      "No longer used (kept so that older files still load): the keeper listens on a Unix socket in the gateway's 0700 folder, never on a port",
+    ),
+  aliases: z
+    .record(z.string(), z.string())
+    .default({})
+    .describe('NAME: MODEL, a name clients may send for a served model'),
   apiKeyEnv: z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
     .optional()
-    .describe("One key at the gateway: the NAME of the variable that holds it. Unset: each model's own key passes through"),
-  idleSleep: z.string().optional().describe('Put a model with sleep mode to sleep after this long without a request (15m); unset: never'),
+    .describe(
+      "One key at the gateway: the NAME of the variable that holds it. Unset: each model's own key passes through",
+    ),
+  idleSleep: z
+    .string()
+    .optional()
+    .describe('Put a model with sleep mode to sleep after this long without a request (15m); unset: never'),
   checkIntervalMs: RouterBlock.shape.checkIntervalMs,
   bin: z.string().default('haproxy'),
   models: z
     .record(z.string(), ModelSettings)
     .default({})
-    .describe('Per profile: admission (concurrency, queue) and, for on-demand start, pinned; a profile listed here and not running is started when a request names it'),
+    .describe(
+      'Per profile: admission (concurrency, queue) and, for on-demand start, pinned; a profile listed here and not running is started when a request names it',
+    ),
   onDemand: z
     .strictObject({
-      gpuMemoryBytes: z.number().positive().optional().describe('The memory the on-demand models share (one GPU, or a Spark): --gpu-memory'),
+      gpuMemoryBytes: z
+        .number()
+        .positive()
+        .optional()
+        .describe('The memory the on-demand models share (one GPU, or a Spark): --gpu-memory'),
       unified: z.boolean().default(false).describe('DGX Spark: the memory is unified, the servers may take 0.8 of it'),
-      evict: z.enum(['stop', 'sleep1', 'sleep2']).default('stop').describe('How a model makes room: stopped, or put to sleep (level 1 or 2; its profile needs server.sleepMode)'),
-      startTimeout: z.string().default('10m').describe('How long a request waits for its model to start before a 503 + Retry-After'),
+      evict: z
+        .enum(['stop', 'sleep1', 'sleep2'])
+        .default('stop')
+        .describe(
+          'How a model makes room: stopped, or put to sleep (level 1 or 2; its profile needs server.sleepMode)',
+        ),
+      startTimeout: z
+        .string()
+        .default('10m')
+        .describe('How long a request waits for its model to start before a 503 + Retry-After'),
     })
     .default({}),
-  retryAfterSeconds: z.number().int().min(1).max(3600).default(2).describe('The Retry-After of a 429 (queue full) and of a 503 (not started in time)'),
-  balance: RouterBlock.shape.balance.describe("Within a model: prefix (a bounded-load consistent hash of the prompt's first prefixBytes) or leastconn"),
+  retryAfterSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(3600)
+    .default(2)
+    .describe('The Retry-After of a 429 (queue full) and of a 503 (not started in time)'),
+  balance: RouterBlock.shape.balance.describe(
+    "Within a model: prefix (a bounded-load consistent hash of the prompt's first prefixBytes) or leastconn",
+  ),
   prefixBytes: RouterBlock.shape.prefixBytes,
   hashBalanceFactor: RouterBlock.shape.hashBalanceFactor,
 });
@@ -82,7 +137,10 @@ export { isLoopback };
  * address: refused (exit 2) unless --allow-unauthenticated, which then gets a warning at every start
  * (the rule of util/exposure.ts, shared with serve and the router). Returns the warning to print, if any.
  */
-export function exposure(s: Pick<GatewaySettings, 'host' | 'apiKeyEnv'>, allowUnauthenticated: boolean): string | undefined {
+export function exposure(
+  s: Pick<GatewaySettings, 'host' | 'apiKeyEnv'>,
+  allowUnauthenticated: boolean,
+): string | undefined {
   return checkExposure(
     {
       who: 'the gateway',
@@ -117,7 +175,9 @@ export interface GatewayModel {
   /** its servers run with sleep mode: checked by /is_sleeping, the waker behind them */
   sleepMode: boolean;
   maxModelLen?: number;
-  /** admission: requests in flight per server (HAProxy maxconn), and the most that may wait for the model (past it 429) */
+  /**
+   * admission: requests in flight per server (HAProxy maxconn), and the most that may wait for the model (past it 429)
+   */
   admission: { perServer: number; queue: number };
   /** in the on-demand set: with no server running its requests go to the keeper, which starts it */
   onDemand?: boolean;
@@ -168,7 +228,9 @@ export interface GatewayPlan {
   models: GatewayModel[];
   /** client name -> backend (served names and aliases) */
   routes: Map<string, string>;
-  /** alias -> the served name it stands for (the keeper rewrites the request's model: vLLM answers only to its own name) */
+  /**
+   * alias -> the served name it stands for (the keeper rewrites the request's model: vLLM answers only to its own name)
+   */
   aliasOf: Map<string, string>;
   aliases: Record<string, string>;
   /** names left out, and why */
@@ -180,7 +242,18 @@ export interface GatewayPlan {
   /** how a model's replicas are picked */
   balance: Balance;
   dir: string;
-  files: { config: string; models: string; map: string; aliasMap: string; unknown: string; socket: string; master: string; pid: string; log: string; state: string };
+  files: {
+    config: string;
+    models: string;
+    map: string;
+    aliasMap: string;
+    unknown: string;
+    socket: string;
+    master: string;
+    pid: string;
+    log: string;
+    state: string;
+  };
 }
 
 // The exact name's hash is part of the backend: by its '_'-for-'.'/'-' spelling alone, profiles qwen-a
@@ -189,24 +262,38 @@ const nameHash = (profile: string) => createHash('sha256').update(profile).diges
 const backendOf = (profile: string) => `m_${profile.replace(/[^A-Za-z0-9_]/g, '_')}_${nameHash(profile)}`;
 const loopback = (h: string) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h);
 
-/** The models of the running instances: one per profile (its replicas its servers; a router of it left out: the gateway balances the replicas itself). Pure. */
+/**
+ * The models of the running instances: one per profile (its replicas its servers; a router of it left out: the gateway
+ * balances the replicas itself). Pure.
+ */
 /** A server's --max-num-seqs from its argv (both spellings), else undefined. */
 export function maxNumSeqs(argv: string[]): number | undefined {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    const v = a === '--max-num-seqs' ? argv[i + 1] : a.startsWith('--max-num-seqs=') ? a.slice('--max-num-seqs='.length) : undefined;
+    const v =
+      a === '--max-num-seqs'
+        ? argv[i + 1]
+        : a.startsWith('--max-num-seqs=')
+          ? a.slice('--max-num-seqs='.length)
+          : undefined;
     if (v !== undefined && /^[1-9][0-9]{0,6}$/.test(v)) return Number(v);
   }
   return undefined;
 }
 
-/** Admission of a model: its own settings, else what its servers run at once (--max-num-seqs) and a queue of as many. Pure. */
+/**
+ * Admission of a model: its own settings, else what its servers run at once (--max-num-seqs) and a queue of as many.
+ * Pure.
+ */
 export function admissionOf(argvs: string[][], own: ModelSettings | undefined): { perServer: number; queue: number } {
   const perServer = own?.concurrency ?? Math.min(...argvs.map((a) => maxNumSeqs(a) ?? VLLM_DEFAULT_MAX_NUM_SEQS));
   return { perServer, queue: own?.queue ?? perServer * argvs.length };
 }
 
-export function modelsOf(instances: ServedInstance[], settings: Record<string, ModelSettings> = {}): { models: GatewayModel[]; skipped: string[] } {
+export function modelsOf(
+  instances: ServedInstance[],
+  settings: Record<string, ModelSettings> = {},
+): { models: GatewayModel[]; skipped: string[] } {
   const byProfile = new Map<string, ServedInstance[]>();
   for (const i of instances) {
     if (i.role === 'router' || i.role === 'gateway') continue;
@@ -232,9 +319,14 @@ export function modelsOf(instances: ServedInstance[], settings: Record<string, M
       name,
       profile,
       backend: backendOf(profile),
-      servers: sorted.map((i) => ({ name: i.name.replace(/[^A-Za-z0-9._-]/g, '_'), host: loopback(i.host), port: i.port })),
+      servers: sorted.map((i) => ({
+        name: i.name.replace(/[^A-Za-z0-9._-]/g, '_'),
+        host: loopback(i.host),
+        port: i.port,
+      })),
       apiKeyEnv: list[0]!.apiKeyEnv,
-      // no sleep (idle sleep, the waker, eviction by sleep) where vLLM's wake crashes: GB10 without the fix (engine/sleep.ts)
+      // no sleep (idle sleep, the waker, eviction by sleep) where vLLM's wake crashes: GB10 without the fix
+      // (engine/sleep.ts)
       sleepMode: list.every((i) => i.argv.includes('--enable-sleep-mode') && !unifiedSleepRefusal(i)),
       maxModelLen: list[0]!.maxModelLen,
       admission: admissionOf(
@@ -251,14 +343,22 @@ export function parseAliases(flags: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const f of flags) {
     const eq = f.indexOf('=');
-    if (eq < 1 || eq === f.length - 1) throw new UsageError(`--alias ${JSON.stringify(f)}: expected NAME=MODEL`, ['e.g. --alias coder=Qwen/Qwen3.5-9B']);
+    if (eq < 1 || eq === f.length - 1)
+      throw new UsageError(`--alias ${JSON.stringify(f)}: expected NAME=MODEL`, ['e.g. --alias coder=Qwen/Qwen3.5-9B']);
     out[f.slice(0, eq)] = f.slice(eq + 1);
   }
   return out;
 }
 
-/** The on-demand profiles not running now: a model with no server, whose requests the keeper takes (and starts it). Pure. */
-function idleOnDemand(running: GatewayModel[], entries: OnDemandEntry[], settings: Record<string, ModelSettings>): { models: GatewayModel[]; skipped: string[] } {
+/**
+ * The on-demand profiles not running now: a model with no server, whose requests the keeper takes (and starts it).
+ * Pure.
+ */
+function idleOnDemand(
+  running: GatewayModel[],
+  entries: OnDemandEntry[],
+  settings: Record<string, ModelSettings>,
+): { models: GatewayModel[]; skipped: string[] } {
   const models: GatewayModel[] = [];
   const skipped: string[] = [];
   for (const e of entries) {
@@ -273,7 +373,9 @@ function idleOnDemand(running: GatewayModel[], entries: OnDemandEntry[], setting
     }
     const other = [...running, ...models].find((m) => m.name === e.servedName);
     if (other) {
-      skipped.push(`${e.profile}: serves ${e.servedName}, as ${other.profile} does; requests for it go to ${other.profile}`);
+      skipped.push(
+        `${e.profile}: serves ${e.servedName}, as ${other.profile} does; requests for it go to ${other.profile}`,
+      );
       continue;
     }
     const own = settings[e.profile];
@@ -292,7 +394,12 @@ function idleOnDemand(running: GatewayModel[], entries: OnDemandEntry[], setting
   return { models, skipped };
 }
 
-export function planGateway(s: GatewaySettings, instances: ServedInstance[], stateDir: string, onDemand: OnDemandEntry[] = []): GatewayPlan {
+export function planGateway(
+  s: GatewaySettings,
+  instances: ServedInstance[],
+  stateDir: string,
+  onDemand: OnDemandEntry[] = [],
+): GatewayPlan {
   const found = modelsOf(instances, s.models);
   const idle = idleOnDemand(found.models, onDemand, s.models);
   const models = [...found.models, ...idle.models];
@@ -302,8 +409,12 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
   for (const m of models) routes.set(m.name, m.backend);
   const problems: string[] = [];
   for (const [alias, target] of Object.entries(s.aliases)) {
-    if (!SAFE_NAME.test(alias)) problems.push(`gateway.aliases: ${JSON.stringify(alias)} has characters a route cannot hold (letters, digits, . _ : / @ + -)`);
-    else if (routes.has(alias) && !models.some((m) => m.name === alias && m.name === target)) skipped.push(`alias ${alias}: a served model has that name; the model wins`);
+    if (!SAFE_NAME.test(alias))
+      problems.push(
+        `gateway.aliases: ${JSON.stringify(alias)} has characters a route cannot hold (letters, digits, . _ : / @ + -)`,
+      );
+    else if (routes.has(alias) && !models.some((m) => m.name === alias && m.name === target))
+      skipped.push(`alias ${alias}: a served model has that name; the model wins`);
     else {
       const m = models.find((x) => x.name === target);
       // an alias of a model not served now waits for it: the registry is read again at every change
@@ -315,14 +426,22 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
   }
   const stats = s.statsPort ?? s.port + 1;
   if (s.port === stats) problems.push(`gateway ports collide: port ${s.port}, statsPort ${stats}`);
-  for (const m of models) for (const sv of m.servers) if ([s.port, stats].includes(sv.port)) problems.push(`gateway port ${sv.port} is ${sv.name}'s port`);
+  for (const m of models)
+    for (const sv of m.servers)
+      if ([s.port, stats].includes(sv.port)) problems.push(`gateway port ${sv.port} is ${sv.name}'s port`);
   const dir = join(stateDir, 'gateway');
   const keeperSocket = join(dir, 'keeper.sock');
   const backupSocket = join(dir, 'backup.sock');
   // a Unix socket's path holds at most 107 bytes (sun_path), for Node and HAProxy alike
   if (Buffer.byteLength(keeperSocket) > 107)
-    problems.push(`the keeper's socket ${keeperSocket} is ${Buffer.byteLength(keeperSocket)} bytes long; a Unix socket's path holds at most 107 (set SPARKCTL_STATE_DIR to a shorter folder)`);
-  if (problems.length) throw new UsageError('the gateway cannot be planned', [...problems, 'choose --port (the stats port follows it) or set gateway.statsPort']);
+    problems.push(
+      `the keeper's socket ${keeperSocket} is ${Buffer.byteLength(keeperSocket)} bytes long; a Unix socket's path holds at most 107 (set SPARKCTL_STATE_DIR to a shorter folder)`,
+    );
+  if (problems.length)
+    throw new UsageError('the gateway cannot be planned', [
+      ...problems,
+      'choose --port (the stats port follows it) or set gateway.statsPort',
+    ]);
   return {
     bind: { host: s.host, port: s.port },
     stats: { host: '127.0.0.1', port: stats },
@@ -345,7 +464,8 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
       aliasMap: join(dir, 'aliases.map'),
       unknown: join(dir, 'unknown-model.lf'),
       socket: join(dir, 'api.sock'),
-      // the master CLI: after a reload, the old worker's connections are read there (the stats socket answers for the new worker)
+      // the master CLI: after a reload, the old worker's connections are read there (the stats socket answers for the
+      // new worker)
       master: join(dir, 'master.sock'),
       pid: join(dir, 'haproxy.pid'),
       log: join(stateDir, 'logs', 'gateway.log'),
@@ -357,5 +477,6 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
 /** The environment variable HAProxy reads a model's own key from (never its value in a file). */
 // The exact name's hash is part of the variable: by its upper-cased, '_'-for-'-' spelling alone,
 // profiles qwen-a and qwen_a (or Qwen and qwen) shared one variable, and one model's key went to the other's server.
-export const keyVar = (m: Pick<GatewayModel, 'profile'>) => `SPARKCTL_KEY_${m.profile.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}_${nameHash(m.profile).toUpperCase()}`;
+export const keyVar = (m: Pick<GatewayModel, 'profile'>) =>
+  `SPARKCTL_KEY_${m.profile.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}_${nameHash(m.profile).toUpperCase()}`;
 export const GATEWAY_KEY_VAR = 'SPARKCTL_GATEWAY_KEY';

@@ -29,14 +29,20 @@ export interface Holder {
   inFlight: number | 'unknown';
   /** when it last got a request (ms since the epoch; 0: never) */
   lastUsedMs: number;
-  /** whether the gateway may start it again on demand (one outside the on-demand set is never evicted: nothing would bring it back) */
+  /**
+   * whether the gateway may start it again on demand (one outside the on-demand set is never evicted: nothing would
+   * bring it back)
+   */
   onDemand: boolean;
 }
 
 /** The servers' room: a GPU's memory less the driver's part, or 0.8 of a Spark's. */
 export const roomOf = (b: Budget) => (b.unified ? SPARK_MAX_SHARE * b.totalBytes : b.totalBytes - DEFAULT_DRIVER_BYTES);
 
-/** What a holder keeps in its state: running all of it; asleep its CUDA context (and on a Spark, level 1, its weights in host memory). */
+/**
+ * What a holder keeps in its state: running all of it; asleep its CUDA context (and on a Spark, level 1, its weights in
+ * host memory).
+ */
 export function heldBytes(h: Pick<Holder, 'needBytes' | 'weightsBytes' | 'state'>, b: Budget): number {
   if (h.state === 'running') return h.needBytes;
   const ctx = Math.min(h.needBytes, CONTEXT_BYTES);
@@ -60,14 +66,33 @@ const g = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
  * Room for `newcomer` (its need) beside `holders`, by the policy `how`. Pure; `now` for idle times.
  * An eviction that frees nothing (sleep on a holder already asleep) is never chosen.
  */
-export function planRoom(b: Budget, holders: Holder[], newcomer: { profile: string; needBytes: number }, how: EvictHow, now: number): RoomPlan {
+export function planRoom(
+  b: Budget,
+  holders: Holder[],
+  newcomer: { profile: string; needBytes: number },
+  how: EvictHow,
+  now: number,
+): RoomPlan {
   const room = roomOf(b);
   // the newcomer's own sleeping remains are part of its need, not held beside it
   let held = holders.filter((h) => h.profile !== newcomer.profile).reduce((n, h) => n + heldBytes(h, b), 0);
   const base = { roomBytes: room, needBytes: newcomer.needBytes };
   if (newcomer.needBytes > room)
-    return { ...base, fits: false, evict: [], heldBytes: held, reason: `${newcomer.profile} needs ${g(newcomer.needBytes)}, more than the ${g(room)} the servers may take here at all` };
-  if (held + newcomer.needBytes <= room) return { ...base, fits: true, evict: [], heldBytes: held, reason: `${newcomer.profile} ${g(newcomer.needBytes)} fits beside ${g(held)} held, of ${g(room)}` };
+    return {
+      ...base,
+      fits: false,
+      evict: [],
+      heldBytes: held,
+      reason: `${newcomer.profile} needs ${g(newcomer.needBytes)}, more than the ${g(room)} the servers may take here at all`,
+    };
+  if (held + newcomer.needBytes <= room)
+    return {
+      ...base,
+      fits: true,
+      evict: [],
+      heldBytes: held,
+      reason: `${newcomer.profile} ${g(newcomer.needBytes)} fits beside ${g(held)} held, of ${g(room)}`,
+    };
   const evict: RoomPlan['evict'] = [];
   const skipped: string[] = [];
   const candidates = [...holders].sort((x, y) => x.lastUsedMs - y.lastUsedMs || x.profile.localeCompare(y.profile));
@@ -90,7 +115,10 @@ export function planRoom(b: Budget, holders: Holder[], newcomer: { profile: stri
       skipped.push(`${h.profile} has ${h.inFlight} request(s) in flight`);
       continue;
     }
-    const frees = how === 'stop' ? heldBytes(h, b) : heldBytes(h, b) - heldBytes({ ...h, state: how === 'sleep1' ? 'sleeping1' : 'sleeping2' }, b);
+    const frees =
+      how === 'stop'
+        ? heldBytes(h, b)
+        : heldBytes(h, b) - heldBytes({ ...h, state: how === 'sleep1' ? 'sleeping1' : 'sleeping2' }, b);
     if (frees <= 0) continue;
     evict.push({ profile: h.profile, how, freesBytes: frees, idleMs: h.lastUsedMs ? now - h.lastUsedMs : now });
     held -= frees;

@@ -39,7 +39,11 @@ export function carriesKey(headers: IncomingHttpHeaders, key: string | undefined
 }
 
 type KeeperRoute =
-  | { ok: true; model: GatewayModel /** the served name an alias stands for: the body's model is rewritten to it */; rename?: string }
+  | {
+      ok: true;
+      model: GatewayModel /** the served name an alias stands for: the body's model is rewritten to it */;
+      rename?: string;
+    }
   | { ok: false; status: 400 | 404; type: 'BadRequestError' | 'NotFoundError'; message: string; param: string | null };
 
 const served = (plan: Pick<GatewayPlan, 'routes'>) => [...plan.routes.keys()].join(', ') || '(none)';
@@ -60,12 +64,25 @@ export function routeBody(plan: Pick<GatewayPlan, 'models' | 'routes' | 'aliasOf
   if (typeof name === 'string') {
     const backend = plan.routes.get(name);
     const m = backend ? plan.models.find((x) => x.backend === backend) : undefined;
-    if (!m) return { ok: false, status: 404, type: 'NotFoundError', param: 'model', message: `The model \`${name.slice(0, 200)}\` does not exist. Models served here: ${served(plan)}` };
+    if (!m)
+      return {
+        ok: false,
+        status: 404,
+        type: 'NotFoundError',
+        param: 'model',
+        message: `The model \`${name.slice(0, 200)}\` does not exist. Models served here: ${served(plan)}`,
+      };
     const real = plan.aliasOf.get(name);
     return real && real !== name ? { ok: true, model: m, rename: real } : { ok: true, model: m };
   }
   if (plan.models.length === 1) return { ok: true, model: plan.models[0]! };
-  return { ok: false, status: 400, type: 'BadRequestError', param: null, message: `the request names no model; this gateway serves: ${served(plan)}` };
+  return {
+    ok: false,
+    status: 400,
+    type: 'BadRequestError',
+    param: null,
+    message: `the request names no model; this gateway serves: ${served(plan)}`,
+  };
 }
 
 /** The body with its model renamed (an alias to the served name); a body that is not a JSON object passes as it is. */

@@ -35,16 +35,15 @@ const PREFIX_KEYS = 50_000;
  * object cut between two pieces is still found); keeps the last match. `"usage":{` cannot occur inside
  * a JSON string (its quotes would be escaped), so only the answer's own field matches.
  *
- * What it costs is set by how often HAProxy calls into Lua, not by what the Lua does: each callback
- * builds a fresh `txn` object (hlua_txn_new: about ten tables, each grown key by key) and costs about
- * 37,000 instructions whatever its body (scripts/profile-usage-filter.mjs, callgrind, HAProxy 2.6.12).
- * So it has the fewest callbacks a data filter can have: start_analyze (twice: HAProxy calls it for the
- * request too), one http_payload per piece of the answer, http_end (called only for a data filter),
- * and end_analyze (twice), which counts an answer that never reached its end: a client that left
- * mid-stream gets no http_end, and without it the request was not counted at all. The status and whether the answer is a stream are read at the end from variables HAProxy's
- * own rules set (`http-after-response set-var`, src/gateway/config.ts), not from an http_headers
- * callback (two more calls). `data:` events are counted in every answer: a JSON answer has no raw
- * newline, so it counts none, and the count is used only for a stream.
+ * What it costs is set by how often HAProxy calls into Lua, not by what the Lua does: each callback builds a fresh
+ * `txn` object (hlua_txn_new: about ten tables, each grown key by key) and costs about 37,000 instructions whatever its
+ * body (scripts/profile-usage-filter.mjs, callgrind, HAProxy 2.6.12). So it has the fewest callbacks a data filter can
+ * have: start_analyze (twice: HAProxy calls it for the request too), one http_payload per piece of the answer, http_end
+ * (called only for a data filter), and end_analyze (twice), which counts an answer that never reached its end: a client
+ * that left mid-stream gets no http_end, and without it the request was not counted at all. The status and whether the
+ * answer is a stream are read at the end from variables HAProxy's own rules set (`http-after-response set-var`,
+ * src/gateway/config.ts), not from an http_headers callback (two more calls). `data:` events are counted in every
+ * answer: a JSON answer has no raw newline, so it counts none, and the count is used only for a stream.
  */
 export const USAGE_LUA = `-- written by sparkctl gateway: token usage and prefix hits per answer (src/gateway/usage.ts)
 local KEYS = ${PREFIX_KEYS}
@@ -184,18 +183,41 @@ function fieldsOf(line: string, prefix: string, n: number): string[] | undefined
   return f;
 }
 
-/** One filter line (the part after the syslog header, if any), or undefined for any other line. Hostile-safe: every field checked. */
+/**
+ * One filter line (the part after the syslog header, if any), or undefined for any other line. Hostile-safe: every
+ * field checked.
+ */
 export function parseUsageLine(line: string): UsageLine | undefined {
   const f = fieldsOf(line, USAGE_PREFIX, 9);
   if (!f) return undefined;
-  const [backend, server, status, p, c, ct, stream, chunks, route] = f as [string, string, string, string, string, string, string, string, string];
+  const [backend, server, status, p, c, ct, stream, chunks, route] = f as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   if (!['0', '1'].includes(stream)) return undefined;
   // a token field is a count or '-' (the answer carried none): anything else is not the filter's line
   if (![p, c, ct].every((v) => v === '-' || num(v) !== undefined)) return undefined;
   const n = num(chunks);
   const st = num(status);
   if (n === undefined || st === undefined) return undefined;
-  return { backend, server, status: st, prompt: num(p), completion: num(c), cached: num(ct), stream: stream === '1', chunks: n, route: route as UsageLine['route'] };
+  return {
+    backend,
+    server,
+    status: st,
+    prompt: num(p),
+    completion: num(c),
+    cached: num(ct),
+    stream: stream === '1',
+    chunks: n,
+    route: route as UsageLine['route'],
+  };
 }
 
 interface RouteLine {
@@ -204,7 +226,10 @@ interface RouteLine {
   route: 'hit' | 'spill' | 'new' | '-';
 }
 
-/** One route line (keeper_return's filter: where a request the keeper passed back went), or undefined for any other line. */
+/**
+ * One route line (keeper_return's filter: where a request the keeper passed back went), or undefined for any other
+ * line.
+ */
 export function parseRouteLine(line: string): RouteLine | undefined {
   const f = fieldsOf(line, ROUTE_PREFIX, 3);
   if (!f) return undefined;
@@ -219,9 +244,13 @@ export interface UsageCounts {
   withUsage: number;
   prompt: number;
   completion: number;
-  /** prompt tokens the server said it served from its prefix cache (vLLM's prompt_tokens_details, when it sends them) */
+  /**
+   * prompt tokens the server said it served from its prefix cache (vLLM's prompt_tokens_details, when it sends them)
+   */
   cached: number;
-  /** streams with no usage object (the client did not ask for it), and their chunks (about a token each: an estimate) */
+  /**
+   * streams with no usage object (the client did not ask for it), and their chunks (about a token each: an estimate)
+   */
   streamsWithoutUsage: number;
   chunksWithoutUsage: number;
   /** other answers without usage (errors, a 429, an answer cut off) */
@@ -266,7 +295,11 @@ function addCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
     streamsWithoutUsage: a.streamsWithoutUsage + b.streamsWithoutUsage,
     chunksWithoutUsage: a.chunksWithoutUsage + b.chunksWithoutUsage,
     otherWithoutUsage: a.otherWithoutUsage + b.otherWithoutUsage,
-    prefix: { hit: a.prefix.hit + b.prefix.hit, spill: a.prefix.spill + b.prefix.spill, new: a.prefix.new + b.prefix.new },
+    prefix: {
+      hit: a.prefix.hit + b.prefix.hit,
+      spill: a.prefix.spill + b.prefix.spill,
+      new: a.prefix.new + b.prefix.new,
+    },
   };
 }
 
@@ -323,10 +356,19 @@ export class UsageBook {
     this.pending.set(m.name, p);
   }
 
-  /** Append what came since the last flush (one line per model with answers), to usage.jsonl; past 8 MiB it becomes usage.jsonl.1. */
+  /**
+   * Append what came since the last flush (one line per model with answers), to usage.jsonl; past 8 MiB it becomes
+   * usage.jsonl.1.
+   */
   flush(now = new Date()): UsageRecord[] {
     const to = now.toISOString();
-    const rows: UsageRecord[] = [...this.pending].map(([model, { profile, c }]) => ({ from: this.since, to, model, profile, ...c }));
+    const rows: UsageRecord[] = [...this.pending].map(([model, { profile, c }]) => ({
+      from: this.since,
+      to,
+      model,
+      profile,
+      ...c,
+    }));
     this.pending.clear();
     this.since = to;
     if (!rows.length) return rows;
@@ -349,14 +391,27 @@ const USAGE_ROTATE_BYTES = 8 * 1024 * 1024;
 export const usageFile = (stateDir: string) => join(stateDir, 'gateway', 'usage.jsonl');
 
 const isCounts = (x: Record<string, unknown>): boolean =>
-  ['requests', 'withUsage', 'prompt', 'completion', 'cached', 'streamsWithoutUsage', 'chunksWithoutUsage', 'otherWithoutUsage'].every(
-    (k) => typeof x[k] === 'number' && Number.isFinite(x[k]) && (x[k] as number) >= 0,
-  ) &&
+  [
+    'requests',
+    'withUsage',
+    'prompt',
+    'completion',
+    'cached',
+    'streamsWithoutUsage',
+    'chunksWithoutUsage',
+    'otherWithoutUsage',
+  ].every((k) => typeof x[k] === 'number' && Number.isFinite(x[k]) && (x[k] as number) >= 0) &&
   typeof x.prefix === 'object' &&
   x.prefix !== null;
 
-/** usage.jsonl (and .1) read back, bounded (16 MiB each); lines in [from, to] by their end; a line that does not parse is counted, not trusted. */
-export function readUsage(stateDir: string, o: { from?: number; to?: number } = {}): { records: UsageRecord[]; skipped: number } {
+/**
+ * usage.jsonl (and .1) read back, bounded (16 MiB each); lines in [from, to] by their end; a line that does not parse
+ * is counted, not trusted.
+ */
+export function readUsage(
+  stateDir: string,
+  o: { from?: number; to?: number } = {},
+): { records: UsageRecord[]; skipped: number } {
   const records: UsageRecord[] = [];
   let skipped = 0;
   for (const f of [`${usageFile(stateDir)}.1`, usageFile(stateDir)]) {
@@ -375,7 +430,14 @@ export function readUsage(stateDir: string, o: { from?: number; to?: number } = 
         skipped++;
         continue;
       }
-      if (!r || typeof r !== 'object' || typeof r.model !== 'string' || typeof r.profile !== 'string' || typeof r.to !== 'string' || !isCounts(r)) {
+      if (
+        !r ||
+        typeof r !== 'object' ||
+        typeof r.model !== 'string' ||
+        typeof r.profile !== 'string' ||
+        typeof r.to !== 'string' ||
+        !isCounts(r)
+      ) {
         skipped++;
         continue;
       }

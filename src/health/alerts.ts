@@ -5,7 +5,14 @@ import { http } from '../client/http.js';
 import { fsProblem } from '../util/dirs.js';
 import { UsageError } from '../errors.js';
 import type { ProbeResult } from './probe.js';
-import { updateProbeState, recordResults, statePath, type Alert, type Observed, type TargetState } from './probe-state.js';
+import {
+  updateProbeState,
+  recordResults,
+  statePath,
+  type Alert,
+  type Observed,
+  type TargetState,
+} from './probe-state.js';
 
 const observe = (results: ProbeResult[]): Observed[] =>
   results.map((r) => ({
@@ -17,8 +24,14 @@ const observe = (results: ProbeResult[]): Observed[] =>
     failing: r.steps.filter((x) => x.status === 'fail').map((x) => ({ step: x.step, detail: x.detail })),
   }));
 
-/** Each target's state for the next run (preemption trend), and the targets whose state changed (the webhook's news). */
-export function nextState(prev: Record<string, TargetState>, results: ProbeResult[], at = new Date()): { next: Record<string, TargetState>; changed: ProbeResult[] } {
+/**
+ * Each target's state for the next run (preemption trend), and the targets whose state changed (the webhook's news).
+ */
+export function nextState(
+  prev: Record<string, TargetState>,
+  results: ProbeResult[],
+  at = new Date(),
+): { next: Record<string, TargetState>; changed: ProbeResult[] } {
   const s = { targets: { ...prev }, pending: [] };
   const added = recordResults(s, observe(results), at, false);
   return { next: s.targets, changed: results.filter((r) => added.some((a) => a.url === r.url)) };
@@ -39,7 +52,12 @@ interface Delivery {
  * accept stays pending for the next run instead of being lost. Without a usable state folder, this
  * run's changes (against nothing remembered) are sent once.
  */
-export async function saveStateAndAlert(dir: string, results: ProbeResult[], webhook: string | undefined, problem: unknown): Promise<{ delivery?: Delivery; stateProblem: unknown }> {
+export async function saveStateAndAlert(
+  dir: string,
+  results: ProbeResult[],
+  webhook: string | undefined,
+  problem: unknown,
+): Promise<{ delivery?: Delivery; stateProblem: unknown }> {
   const observed = observe(results);
   const now = new Date();
   let stateProblem = problem;
@@ -55,7 +73,10 @@ export async function saveStateAndAlert(dir: string, results: ProbeResult[], web
         return { ...d, pending: st.pending.length };
       });
     } catch (e) {
-      stateProblem = e instanceof UsageError ? e : fsProblem(e, 'probe state', statePath(dir), 'set SPARKCTL_STATE_DIR to a writable folder');
+      stateProblem =
+        e instanceof UsageError
+          ? e
+          : fsProblem(e, 'probe state', statePath(dir), 'set SPARKCTL_STATE_DIR to a writable folder');
     }
   }
   if (stateProblem && webhook) {
@@ -67,7 +88,10 @@ export async function saveStateAndAlert(dir: string, results: ProbeResult[], web
 
 /** One POST of every alert in `alerts`; delivered only on a 2xx answer. */
 async function deliver(url: string, alerts: Alert[]): Promise<Omit<Delivery, 'pending'>> {
-  const res = await http(url, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: alerts }, timeoutMs: 5000 });
+  const res = await http(url, {
+    body: { source: 'sparkctl', at: new Date().toISOString(), changes: alerts },
+    timeoutMs: 5000,
+  });
   if (res.ok && res.status >= 200 && res.status < 300) return { ok: true, alerts: alerts.length };
   return { ok: false, alerts: alerts.length, why: res.ok ? `HTTP ${res.status}` : res.message };
 }

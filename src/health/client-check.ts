@@ -24,7 +24,10 @@ interface Opts {
 /** What the client shows for an error answer, and why it happened where that is known. */
 function refusal(status: number, message: string, maxModelLen: number | undefined, client: string): string {
   const seen = `${client} would see "API Error: ${status} ${message}"`;
-  const retried = status >= 500 && client === 'Claude Code' ? ` and retry it (${CLAUDE_CODE.retriesOn500.attempts} attempts in ${CLAUDE_CODE.retriesOn500.seconds} s: the session looks hung)` : '';
+  const retried =
+    status >= 500 && client === 'Claude Code'
+      ? ` and retry it (${CLAUDE_CODE.retriesOn500.attempts} attempts in ${CLAUDE_CODE.retriesOn500.seconds} s: the session looks hung)`
+      : '';
   const why = /maximum context length|cannot be greater than max_model_len/.test(message)
     ? `: the served context${maxModelLen ? ` of ${maxModelLen} tokens` : ''} cannot hold its request (a Claude Code turn needs ${MIN_CONTEXT}); sparkctl client-env NAME --claude-code names what fits`
     : /tool choice requires|requires --tool-call-parser/.test(message)
@@ -33,7 +36,12 @@ function refusal(status: number, message: string, maxModelLen: number | undefine
   return `${seen}${retried}${why}`;
 }
 
-export async function claudeCodeCheck(t: Target, model: string, maxModelLen: number | undefined, o: Opts): Promise<ClientCheck> {
+export async function claudeCodeCheck(
+  t: Target,
+  model: string,
+  maxModelLen: number | undefined,
+  o: Opts,
+): Promise<ClientCheck> {
   const budget = maxModelLen ? outputBudget(maxModelLen) : undefined;
   // What Claude Code sends: client-env's CLAUDE_CODE_MAX_OUTPUT_TOKENS where the context holds a
   // turn, else its own default (a user who set nothing).
@@ -55,19 +63,38 @@ export async function claudeCodeCheck(t: Target, model: string, maxModelLen: num
           : `POST /v1/messages: ${r.message}`,
       ms: r.ms,
     };
-  if (r.status !== 200) return { status: 'fail', detail: `${shape}: ${refusal(r.status, errorMessage(r.json, r.body), maxModelLen, 'Claude Code')}`, ms: r.ms };
+  if (r.status !== 200)
+    return {
+      status: 'fail',
+      detail: `${shape}: ${refusal(r.status, errorMessage(r.json, r.body), maxModelLen, 'Claude Code')}`,
+      ms: r.ms,
+    };
   const s = readMessagesStream(r.body);
   if (!s.ok) return { status: 'fail', detail: `the stream Claude Code reads is broken: ${s.problem}`, ms: r.ms };
   const v = s.value;
   if (budget && !budget.fits)
-    return { status: 'fail', detail: `the served context of ${maxModelLen} tokens cannot hold a Claude Code turn (${MIN_CONTEXT} needed); this one request fit, the next turns will not`, ms: r.ms };
+    return {
+      status: 'fail',
+      detail: `the served context of ${maxModelLen} tokens cannot hold a Claude Code turn (${MIN_CONTEXT} needed); this one request fit, the next turns will not`,
+      ms: r.ms,
+    };
   if (v.stopReason === 'max_tokens')
-    return { status: 'fail', detail: `the answer stopped at max_tokens (${v.outputTokens}): Claude Code reports "response exceeded the ${maxTokens} output token maximum"`, ms: r.ms };
+    return {
+      status: 'fail',
+      detail: `the answer stopped at max_tokens (${v.outputTokens}): Claude Code reports "response exceeded the ${maxTokens} output token maximum"`,
+      ms: r.ms,
+    };
   const tool = v.blocks.find((b) => b.type === 'tool_use');
   if (v.stopReason === 'tool_use') {
-    if (!tool) return { status: 'fail', detail: 'stop_reason tool_use with no tool_use block: Claude Code has no call to run', ms: r.ms };
+    if (!tool)
+      return {
+        status: 'fail',
+        detail: 'stop_reason tool_use with no tool_use block: Claude Code has no call to run',
+        ms: r.ms,
+      };
     const known = (CLAUDE_CODE.firstRequest.tools as readonly string[]).includes(tool.name ?? '');
-    if (!known) return { status: 'fail', detail: `the model called "${tool.name}", a tool the request did not define`, ms: r.ms };
+    if (!known)
+      return { status: 'fail', detail: `the model called "${tool.name}", a tool the request did not define`, ms: r.ms };
     return {
       status: 'pass',
       detail: `Claude Code's turn runs: ${v.blocks.length} block(s), a ${tool.name} call with ${JSON.stringify(tool.input).slice(0, 80)}, stop_reason tool_use; ${maxTokens} output tokens a turn`,
@@ -86,7 +113,10 @@ export async function claudeCodeCheck(t: Target, model: string, maxModelLen: num
 /** The same tools and prompt on chat completions, as an OpenAI-SDK agent sends them (no max_tokens: vLLM's default). */
 export async function openaiCheck(t: Target, model: string, o: Opts): Promise<ClientCheck> {
   const cc = claudeCodeRequest(model, 1);
-  const tools = cc.tools.map((x) => ({ type: 'function', function: { name: x.name, description: x.description, parameters: x.input_schema } }));
+  const tools = cc.tools.map((x) => ({
+    type: 'function',
+    function: { name: x.name, description: x.description, parameters: x.input_schema },
+  }));
   const messages = [
     { role: 'system', content: cc.system[0]!.text },
     { role: 'user', content: cc.messages[0]!.content.map((p) => p.text).join('') },
@@ -98,21 +128,54 @@ export async function openaiCheck(t: Target, model: string, o: Opts): Promise<Cl
     apiKey: t.apiKey,
   });
   if (!r.ok)
-    return { status: 'fail', detail: r.error === 'timeout' ? `no complete streamed chat answer within ${o.clientTimeoutMs ?? o.timeoutMs} ms` : `POST /v1/chat/completions: ${r.message}`, ms: r.ms };
-  if (r.status !== 200) return { status: 'fail', detail: `streamed chat with ${tools.length} tools: ${refusal(r.status, errorMessage(r.json, r.body), undefined, 'an OpenAI client')}`, ms: r.ms };
+    return {
+      status: 'fail',
+      detail:
+        r.error === 'timeout'
+          ? `no complete streamed chat answer within ${o.clientTimeoutMs ?? o.timeoutMs} ms`
+          : `POST /v1/chat/completions: ${r.message}`,
+      ms: r.ms,
+    };
+  if (r.status !== 200)
+    return {
+      status: 'fail',
+      detail: `streamed chat with ${tools.length} tools: ${refusal(r.status, errorMessage(r.json, r.body), undefined, 'an OpenAI client')}`,
+      ms: r.ms,
+    };
   const s = readChatStream(r.body, true);
   if (!s.ok) return { status: 'fail', detail: `the stream an OpenAI client reads is broken: ${s.problem}`, ms: r.ms };
   const v = s.value;
-  if (v.finishReason === 'length') return { status: 'fail', detail: `the answer ran into the context (finish_reason length after ${v.usage?.completion_tokens ?? '?'} tokens)`, ms: r.ms };
+  if (v.finishReason === 'length')
+    return {
+      status: 'fail',
+      detail: `the answer ran into the context (finish_reason length after ${v.usage?.completion_tokens ?? '?'} tokens)`,
+      ms: r.ms,
+    };
   // JSON mode, which some clients ask for (vLLM honours response_format)
   const j = await http(`${t.url}/v1/chat/completions`, {
-    body: { model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } },
+    body: {
+      model,
+      max_tokens: 1,
+      messages: [{ role: 'user', content: 'ping' }],
+      response_format: { type: 'json_object' },
+    },
     timeoutMs: o.clientTimeoutMs ?? o.timeoutMs,
     signal: o.signal,
     apiKey: t.apiKey,
   });
-  const json = j.ok && j.status === 200 ? '' : `; JSON mode (response_format json_object) refused: ${j.ok ? `HTTP ${j.status} ${errorMessage(j.json, j.body)}` : j.message}`;
+  const json =
+    j.ok && j.status === 200
+      ? ''
+      : `; JSON mode (response_format json_object) refused: ${j.ok ? `HTTP ${j.status} ${errorMessage(j.json, j.body)}` : j.message}`;
   if (v.finishReason === 'tool_calls' && v.toolCalls.length)
-    return { status: json ? 'warn' : 'pass', detail: `streamed chat runs: a ${v.toolCalls[0]!.name} call, finish_reason tool_calls, usage last${json}`, ms: r.ms + j.ms };
-  return { status: 'warn', detail: `streamed chat runs (finish_reason ${v.finishReason}), but the model answered in text instead of calling a tool${json}`, ms: r.ms + j.ms };
+    return {
+      status: json ? 'warn' : 'pass',
+      detail: `streamed chat runs: a ${v.toolCalls[0]!.name} call, finish_reason tool_calls, usage last${json}`,
+      ms: r.ms + j.ms,
+    };
+  return {
+    status: 'warn',
+    detail: `streamed chat runs (finish_reason ${v.finishReason}), but the model answered in text instead of calling a tool${json}`,
+    ms: r.ms + j.ms,
+  };
 }

@@ -26,13 +26,22 @@ export async function readGpuRows(host: Host, timeoutMs = 3000): Promise<Gpu[] |
   return parseQueryGpu(r.stdout, fields);
 }
 
-export async function readGpus(timeoutMs = 3000, host: Host = new RealHost(timeoutMs)): Promise<GpuReading[] | undefined> {
+export async function readGpus(
+  timeoutMs = 3000,
+  host: Host = new RealHost(timeoutMs),
+): Promise<GpuReading[] | undefined> {
   const rows = await readGpuRows(host, timeoutMs);
   return rows?.map(toReading);
 }
 
 function toReading(g: Gpu): GpuReading {
-  return { index: Number(g.index), usedMiB: gpuNum(g, 'memory.used') ?? NaN, totalMiB: gpuNum(g, 'memory.total') ?? NaN, throttle: decodeThrottle(g['clocks_event_reasons.active']), raw: g };
+  return {
+    index: Number(g.index),
+    usedMiB: gpuNum(g, 'memory.used') ?? NaN,
+    totalMiB: gpuNum(g, 'memory.total') ?? NaN,
+    throttle: decodeThrottle(g['clocks_event_reasons.active']),
+    raw: g,
+  };
 }
 
 export interface XidEvent {
@@ -44,7 +53,10 @@ export interface XidEvent {
 }
 
 /** Xid lines of the kernel log with their times; unreadable (not root, no dmesg) says why. */
-export async function readXid(host: Host, timeoutMs = 3000): Promise<{ readable: true; events: XidEvent[] } | { readable: false; why: string }> {
+export async function readXid(
+  host: Host,
+  timeoutMs = 3000,
+): Promise<{ readable: true; events: XidEvent[] } | { readable: false; why: string }> {
   const r = await host.run(['dmesg'], { timeoutMs });
   if (r.exitCode !== 0)
     return {
@@ -98,16 +110,28 @@ export interface GpuVerdict {
  * Judge the GPUs a server holds. `mine` limits the judgement to those indices (all when absent);
  * `xidNew` are the Xid events since the last probe.
  */
-export function judgeGpus(rows: Gpu[], o: { mine?: number[]; thresholds: GpuThresholds; memLimit: number; reserved: number; xidNew?: XidEvent[]; xidUnreadable?: string }): GpuVerdict {
+export function judgeGpus(
+  rows: Gpu[],
+  o: {
+    mine?: number[];
+    thresholds: GpuThresholds;
+    memLimit: number;
+    reserved: number;
+    xidNew?: XidEvent[];
+    xidUnreadable?: string;
+  },
+): GpuVerdict {
   const mine = o.mine?.length ? rows.filter((g) => o.mine!.includes(Number(g.index))) : rows;
   const findings: GpuFinding[] = [];
-  const add = (gpu: number | undefined, level: GpuFinding['level'], text: string) => findings.push({ gpu, level, text });
+  const add = (gpu: number | undefined, level: GpuFinding['level'], text: string) =>
+    findings.push({ gpu, level, text });
   const t = o.thresholds;
   for (const g of mine) {
     const i = Number(g.index);
     const temp = gpuNum(g, 'temperature.gpu');
     if (temp !== undefined) {
-      if (temp >= t.tempCriticalC) add(i, 'critical', `GPU${i}: ${temp} C >= ${t.tempCriticalC} C (critical: throttling or shutdown next)`);
+      if (temp >= t.tempCriticalC)
+        add(i, 'critical', `GPU${i}: ${temp} C >= ${t.tempCriticalC} C (critical: throttling or shutdown next)`);
       else if (temp >= t.tempUnhealthyC) add(i, 'unhealthy', `GPU${i}: ${temp} C >= ${t.tempUnhealthyC} C`);
       else if (temp >= t.tempWarnC) add(i, 'warn', `GPU${i}: ${temp} C >= ${t.tempWarnC} C`);
     }
@@ -118,7 +142,11 @@ export function judgeGpus(rows: Gpu[], o: { mine?: number[]; thresholds: GpuThre
     const used = gpuNum(g, 'memory.used');
     const total = gpuNum(g, 'memory.total');
     if (used !== undefined && total && used / total > o.memLimit)
-      add(i, 'warn', `GPU${i}: ${((used / total) * 100).toFixed(0)} % memory used, above the reserved ${(o.reserved * 100).toFixed(0)} % + headroom (another process on the GPU?)`);
+      add(
+        i,
+        'warn',
+        `GPU${i}: ${((used / total) * 100).toFixed(0)} % memory used, above the reserved ${(o.reserved * 100).toFixed(0)} % + headroom (another process on the GPU?)`,
+      );
   }
   // Xid since the last probe, tied to a GPU by bus id
   const byBus = new Map(rows.map((g) => [busKey(g['pci.bus_id']), Number(g.index)]));
@@ -133,7 +161,11 @@ export function judgeGpus(rows: Gpu[], o: { mine?: number[]; thresholds: GpuThre
   }
   for (const [i, evs] of perGpu) {
     const { desc, fatal } = describeXid(evs);
-    add(i, fatal ? 'unhealthy' : 'warn', `${i === undefined ? `PCI ${evs[0]!.pci}` : `GPU${i}`}: ${desc} since the last probe`);
+    add(
+      i,
+      fatal ? 'unhealthy' : 'warn',
+      `${i === undefined ? `PCI ${evs[0]!.pci}` : `GPU${i}`}: ${desc} since the last probe`,
+    );
   }
   const samples: GpuSample[] = mine.map((g) => {
     const i = Number(g.index);
@@ -150,7 +182,10 @@ export function judgeGpus(rows: Gpu[], o: { mine?: number[]; thresholds: GpuThre
     };
   });
   const desc = mine
-    .map((g) => `GPU${g.index} ${g['temperature.gpu'] ?? '?'} C ${gpuNum(g, 'memory.total') ? `${(((gpuNum(g, 'memory.used') ?? 0) / gpuNum(g, 'memory.total')!) * 100).toFixed(0)} %` : '? %'}`)
+    .map(
+      (g) =>
+        `GPU${g.index} ${g['temperature.gpu'] ?? '?'} C ${gpuNum(g, 'memory.total') ? `${(((gpuNum(g, 'memory.used') ?? 0) / gpuNum(g, 'memory.total')!) * 100).toFixed(0)} %` : '? %'}`,
+    )
     .join(', ');
   const bad = findings.filter((f) => f.level !== 'warn');
   const status = bad.length ? 'fail' : findings.length ? 'warn' : 'pass';
@@ -158,5 +193,10 @@ export function judgeGpus(rows: Gpu[], o: { mine?: number[]; thresholds: GpuThre
   const sorted = [...findings].sort((a, b) => order[a.level] - order[b.level]);
   const text = sorted.map((f) => (f.level === 'critical' ? `CRITICAL ${f.text}` : f.text)).join('; ');
   const tail = o.xidUnreadable ? ` (Xid not checked: ${o.xidUnreadable})` : '';
-  return { status, detail: (findings.length ? `${desc}: ${text}` : `${desc} (reserved ${(o.reserved * 100).toFixed(0)} %)`) + tail, findings: sorted, samples };
+  return {
+    status,
+    detail: (findings.length ? `${desc}: ${text}` : `${desc} (reserved ${(o.reserved * 100).toFixed(0)} %)`) + tail,
+    findings: sorted,
+    samples,
+  };
 }

@@ -56,7 +56,11 @@ async function promptOf(t: Target, n: number, timeoutMs: number): Promise<{ prom
   const make = (c: number) => FILLER.repeat(Math.ceil(c / FILLER.length) + 1).slice(0, Math.max(1, c));
   for (let i = 0; i < 4; i++) {
     const prompt = make(chars);
-    const r = await http(`${t.url}/tokenize`, { body: { model: t.servedName, prompt, add_special_tokens: false }, timeoutMs, apiKey: t.apiKey });
+    const r = await http(`${t.url}/tokenize`, {
+      body: { model: t.servedName, prompt, add_special_tokens: false },
+      timeoutMs,
+      apiKey: t.apiKey,
+    });
     const answer = r.ok && r.status === 200 ? tokenizeAnswer(r.json, r.body) : undefined;
     if (!answer?.ok) return { prompt: make(n * 4), exact: false };
     const count = answer.value.count;
@@ -66,11 +70,27 @@ async function promptOf(t: Target, n: number, timeoutMs: number): Promise<{ prom
   return { prompt: make(chars), exact: false };
 }
 
-export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: PrewarmRequest) => void, readGpuMemory?: GpuMemoryReader): Promise<PrewarmResult> {
+export async function prewarm(
+  t: Target,
+  s: PrewarmSettings,
+  onRequest?: (r: PrewarmRequest) => void,
+  readGpuMemory?: GpuMemoryReader,
+): Promise<PrewarmResult> {
   const started = Date.now();
   const deadline = started + s.timeoutSeconds * 1000;
   const left = () => Math.max(1, deadline - Date.now());
-  const result: PrewarmResult = { target: t.name, url: t.url, servedName: t.servedName ?? '', exactLengths: true, requests: [], rounds: 0, settled: false, cold: {}, warm: {}, totalMs: 0 };
+  const result: PrewarmResult = {
+    target: t.name,
+    url: t.url,
+    servedName: t.servedName ?? '',
+    exactLengths: true,
+    requests: [],
+    rounds: 0,
+    settled: false,
+    cold: {},
+    warm: {},
+    totalMs: 0,
+  };
   const finish = (error?: string) => ({ ...result, error, totalMs: Date.now() - started });
   const notUp = await untilHealthy(t, deadline, s.timeoutSeconds);
   if (notUp) return finish(notUp);
@@ -79,7 +99,9 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
   result.servedName = entry.id;
   t = { ...t, servedName: entry.id };
   const maxLen: number = entry.max_model_len ?? t.maxModelLen ?? 4096;
-  const lengths = [...new Set(s.promptTokens.map((n) => Math.min(n, maxLen - Math.max(2, s.decodeTokens + 1))))].filter((n) => n > 0);
+  const lengths = [...new Set(s.promptTokens.map((n) => Math.min(n, maxLen - Math.max(2, s.decodeTokens + 1))))].filter(
+    (n) => n > 0,
+  );
   const prompts = new Map<number, string>();
   for (const n of lengths) {
     const p = await promptOf(t, n, Math.min(5000, left()));
@@ -103,7 +125,11 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
     result.rounds = round;
     // Settled: every length within the margin of the round before (plus 10 ms for scheduler noise).
     const memStable = await gpuStable();
-    if (prev && memStable && lengths.every((n) => Math.abs(cur.get(n)! - prev!.get(n)!) <= s.settleMargin * prev!.get(n)! + 10)) {
+    if (
+      prev &&
+      memStable &&
+      lengths.every((n) => Math.abs(cur.get(n)! - prev!.get(n)!) <= s.settleMargin * prev!.get(n)! + 10)
+    ) {
       result.settled = true;
       break;
     }
@@ -137,19 +163,32 @@ async function untilHealthy(t: Target, deadline: number, timeoutSeconds: number)
 /** The model entry prewarm warms (the target's served name, else the first listed), or why there is none. */
 async function servedEntry(t: Target, timeoutMs: number) {
   const models = await http(`${t.url}/v1/models`, { timeoutMs, apiKey: t.apiKey });
-  if (!models.ok || models.status !== 200) return `GET /v1/models: ${models.ok ? `HTTP ${models.status}` : models.message}`;
+  if (!models.ok || models.status !== 200)
+    return `GET /v1/models: ${models.ok ? `HTTP ${models.status}` : models.message}`;
   const listed = servedModels(models.json, models.body);
   if (!listed.ok) return listed.problem;
-  return listed.models.find((d) => !t.servedName || d.id === t.servedName) ?? listed.models[0] ?? 'the server lists no model';
+  return (
+    listed.models.find((d) => !t.servedName || d.id === t.servedName) ?? listed.models[0] ?? 'the server lists no model'
+  );
 }
 
 /** One warm-up request, recorded in the result as it ends. */
-function sender(t: Target, prompts: Map<number, string>, result: PrewarmResult, left: () => number, onRequest?: (r: PrewarmRequest) => void) {
+function sender(
+  t: Target,
+  prompts: Map<number, string>,
+  result: PrewarmResult,
+  left: () => number,
+  onRequest?: (r: PrewarmRequest) => void,
+) {
   return async (round: number, kind: 'prefill' | 'decode', n: number, maxTokens: number) => {
     // Sampled with the server's defaults, as clients send it (and the probe): a greedy request takes another
     // path through vLLM's sampler, which would leave its first compile to the first client (seen on the
     // CPU build: tens of seconds, the probe's generation deadline passed on a freshly restarted replica).
-    const r = await http(`${t.url}/v1/completions`, { body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens }, timeoutMs: left(), apiKey: t.apiKey });
+    const r = await http(`${t.url}/v1/completions`, {
+      body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens },
+      timeoutMs: left(),
+      apiKey: t.apiKey,
+    });
     // A 200 that is no completion (no choices, a usage no server can have) warms nothing.
     const answer = r.ok && r.status === 200 ? completionAnswer(r.json, r.body) : undefined;
     const req: PrewarmRequest = {
@@ -159,7 +198,13 @@ function sender(t: Target, prompts: Map<number, string>, result: PrewarmResult, 
       maxTokens,
       ms: Math.round(r.ms),
       ok: answer?.ok === true,
-      error: !r.ok ? r.message : r.status !== 200 ? `HTTP ${r.status}: ${errorMessage(r.json, r.body).slice(0, 200)}` : answer && !answer.ok ? answer.problem : undefined,
+      error: !r.ok
+        ? r.message
+        : r.status !== 200
+          ? `HTTP ${r.status}: ${errorMessage(r.json, r.body).slice(0, 200)}`
+          : answer && !answer.ok
+            ? answer.problem
+            : undefined,
     };
     result.requests.push(req);
     onRequest?.(req);
@@ -176,7 +221,10 @@ function gpuWatch(result: PrewarmResult, readGpuMemory?: GpuMemoryReader): () =>
     if (!r) return true;
     readings.push(r);
     const [a, b] = readings.slice(-2);
-    result.gpuMemory = { readings: readings.slice(-2), stable: Boolean(a && b && a.every((x, i) => Math.abs(x - b[i]!) <= Math.max(64, 0.01 * x))) };
+    result.gpuMemory = {
+      readings: readings.slice(-2),
+      stable: Boolean(a && b && a.every((x, i) => Math.abs(x - b[i]!) <= Math.max(64, 0.01 * x))),
+    };
     return result.gpuMemory.stable;
   };
 }

@@ -35,7 +35,9 @@ interface ProbeState {
   pending: Alert[];
 }
 
-/** Older undelivered alerts beyond this many are dropped (a webhook gone for weeks must not grow the file without end). */
+/**
+ * Older undelivered alerts beyond this many are dropped (a webhook gone for weeks must not grow the file without end).
+ */
 const MAX_PENDING = 500;
 const STATES = new Set(['healthy', 'unhealthy', 'unreachable']);
 
@@ -65,7 +67,12 @@ export function readProbeState(dir: string): ProbeState {
       ...(Number.isFinite(x.preemptions) && (x.preemptions as number) >= 0 ? { preemptions: x.preemptions } : {}),
     };
   }
-  const pending = v2 && Array.isArray(r.pending) ? (r.pending as Alert[]).filter((a) => a && typeof a.id === 'string' && STATES.has(String(a.to))).slice(-MAX_PENDING) : [];
+  const pending =
+    v2 && Array.isArray(r.pending)
+      ? (r.pending as Alert[])
+          .filter((a) => a && typeof a.id === 'string' && STATES.has(String(a.to)))
+          .slice(-MAX_PENDING)
+      : [];
   return { targets, pending };
 }
 
@@ -73,11 +80,18 @@ export function readProbeState(dir: string): ProbeState {
  * Run `fn` on the freshly read state under the probe-state lock, then save what it left (unless it
  * throws). Waits for other probes at most `timeoutMs`.
  */
-export async function updateProbeState<R>(dir: string, fn: (s: ProbeState) => Promise<R> | R, timeoutMs = 60_000): Promise<R> {
+export async function updateProbeState<R>(
+  dir: string,
+  fn: (s: ProbeState) => Promise<R> | R,
+  timeoutMs = 60_000,
+): Promise<R> {
   const release = await lockFile(
     join(dir, 'probe-state.lock'),
     timeoutMs,
-    (pid) => new UsageError(`another sparkctl probe (pid ${pid}) held the probe state for ${Math.round(timeoutMs / 1000)} s`, ['is a webhook hanging? --deadline bounds a run']),
+    (pid) =>
+      new UsageError(`another sparkctl probe (pid ${pid}) held the probe state for ${Math.round(timeoutMs / 1000)} s`, [
+        'is a webhook hanging? --deadline bounds a run',
+      ]),
   );
   try {
     const s = readProbeState(dir);
@@ -107,9 +121,21 @@ export function recordResults(s: ProbeState, results: Observed[], now: Date, que
   for (const r of results) {
     const before = s.targets[r.url];
     if (before ? before.state !== r.state : r.state !== 'healthy') {
-      added.push({ id: randomUUID(), at: now.toISOString(), target: r.target, url: r.url, from: before?.state ?? null, to: r.state, failing: r.failing });
+      added.push({
+        id: randomUUID(),
+        at: now.toISOString(),
+        target: r.target,
+        url: r.url,
+        from: before?.state ?? null,
+        to: r.state,
+        failing: r.failing,
+      });
     }
-    s.targets[r.url] = { state: r.state, ...(r.preemptions !== undefined ? { preemptions: r.preemptions } : {}), at: now.toISOString() };
+    s.targets[r.url] = {
+      state: r.state,
+      ...(r.preemptions !== undefined ? { preemptions: r.preemptions } : {}),
+      at: now.toISOString(),
+    };
   }
   if (queue) s.pending.push(...added);
   return added;

@@ -84,7 +84,9 @@ interface ProbeContext {
   found: Pick<ProbeResult, 'inferenceMs' | 'metrics' | 'vllm' | 'gpu' | 'xidT' | 'sleepLevel'>;
 }
 
-/** A check adds its step(s); it ends the probe by returning the verdict (a later check would only repeat the failure). */
+/**
+ * A check adds its step(s); it ends the probe by returning the verdict (a later check would only repeat the failure).
+ */
 export interface ProbeCheck {
   step: Step['step'];
   run: (ctx: ProbeContext) => Promise<ProbeResult['state'] | undefined>;
@@ -97,7 +99,9 @@ const liveCheck: ProbeCheck = {
     const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs, signal: s.signal });
     if (!h.ok) {
       add('live', 'fail', `${t.url}/health: ${h.message}`, h.ms);
-      return h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' || h.error === 'unresolved' ? 'unreachable' : 'unhealthy';
+      return h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' || h.error === 'unresolved'
+        ? 'unreachable'
+        : 'unhealthy';
     }
     if (h.status === 503) {
       add('live', 'fail', 'engine dead: /health answers 503 (EngineDeadError)', h.ms);
@@ -121,12 +125,18 @@ const sleepCheck: ProbeCheck = {
   step: 'sleep',
   async run({ t, s, add, found }) {
     const r = await http(`${t.url}/is_sleeping`, { timeoutMs: s.timeoutMs, signal: s.signal });
-    if (!r.ok || r.status !== 200 || (r.json as { is_sleeping?: unknown } | undefined)?.is_sleeping !== true) return undefined;
+    if (!r.ok || r.status !== 200 || (r.json as { is_sleeping?: unknown } | undefined)?.is_sleeping !== true)
+      return undefined;
     const m = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs, signal: s.signal });
     const { sleepLevelFromMetrics } = await import('../client/sleep.js');
     const level = m.ok && m.status === 200 ? sleepLevelFromMetrics(m.body) : undefined;
     if (level) found.sleepLevel = level;
-    add('sleep', 'pass', `sleeping${level ? ` (level ${level})` : ''}: vLLM's sleep mode; not probed with a generation (sparkctl wake wakes it)`, r.ms);
+    add(
+      'sleep',
+      'pass',
+      `sleeping${level ? ` (level ${level})` : ''}: vLLM's sleep mode; not probed with a generation (sparkctl wake wakes it)`,
+      r.ms,
+    );
     return 'sleeping';
   },
 };
@@ -141,7 +151,9 @@ export const identityCheck: ProbeCheck = {
       add(
         'identity',
         'fail',
-        m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`,
+        m.ok
+          ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}`
+          : `/v1/models: ${m.message}`,
         m.ms,
       );
       return 'unhealthy';
@@ -153,7 +165,12 @@ export const identityCheck: ProbeCheck = {
     }
     const ids = listed.models.map((d) => d.id);
     if (ctx.served && !ids.includes(ctx.served)) {
-      add('identity', 'fail', `serves ${ids.join(', ') || 'nothing'}, expected ${ctx.served}: another server on the port?`, m.ms);
+      add(
+        'identity',
+        'fail',
+        `serves ${ids.join(', ') || 'nothing'}, expected ${ctx.served}: another server on the port?`,
+        m.ms,
+      );
       return 'unhealthy';
     }
     ctx.served ??= ids[0];
@@ -169,7 +186,10 @@ export const identityCheck: ProbeCheck = {
  * finish_reason "abort" (or "error"), often with nothing out, and an answer of 200 with no token
  * is no proof the engine generates. Why it does not count, or undefined when it does.
  */
-function generationEnded(a: { choices: Array<{ text: string; finish_reason?: string | null }>; usage?: { completion_tokens: number } | null }): string | undefined {
+function generationEnded(a: {
+  choices: Array<{ text: string; finish_reason?: string | null }>;
+  usage?: { completion_tokens: number } | null;
+}): string | undefined {
   const c = a.choices[0]!;
   const reason = c.finish_reason ?? null;
   const tokens = a.usage ? a.usage.completion_tokens : c.text.length ? 1 : 0;
@@ -189,14 +209,31 @@ export const inferenceCheck: ProbeCheck = {
   step: 'inference',
   async run({ t, s, served, add, found }) {
     const timeoutMs = Math.max(s.timeoutMs, s.firstTokenTimeoutMs ?? 0);
-    const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1 }, timeoutMs, signal: s.signal, apiKey: t.apiKey });
+    const gen = await http(`${t.url}/v1/completions`, {
+      body: { model: served, prompt: 'ping', max_tokens: 1 },
+      timeoutMs,
+      signal: s.signal,
+      apiKey: t.apiKey,
+    });
     if (!gen.ok) {
-      add('inference', 'fail', gen.error === 'timeout' ? `no token within ${timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
+      add(
+        'inference',
+        'fail',
+        gen.error === 'timeout'
+          ? `no token within ${timeoutMs} ms while /health was 200: the engine is hung`
+          : `1-token completion: ${gen.message}`,
+        gen.ms,
+      );
       return 'unhealthy';
     }
     if (gen.status !== 200) {
       const msg = errorMessage(gen.json, gen.body).slice(0, 200);
-      add('inference', 'fail', `1-token completion answered HTTP ${gen.status}: ${msg}${/EngineDead/.test(msg) ? ' (engine dead)' : ''}`, gen.ms);
+      add(
+        'inference',
+        'fail',
+        `1-token completion answered HTTP ${gen.status}: ${msg}${/EngineDead/.test(msg) ? ' (engine dead)' : ''}`,
+        gen.ms,
+      );
       return 'unhealthy';
     }
     // The answer a client would parse: a non-empty list of text choices, usage counts whole.
@@ -227,7 +264,12 @@ const metricsCheck: ProbeCheck = {
     }
     try {
       const v = parseVllmMetrics(mt.body);
-      found.metrics = { kvCacheUsage: v.kvCacheUsage, waiting: v.waiting, running: v.running, preemptions: v.preemptions };
+      found.metrics = {
+        kvCacheUsage: v.kvCacheUsage,
+        waiting: v.waiting,
+        running: v.running,
+        preemptions: v.preemptions,
+      };
       found.vllm = readVllm(mt.body);
       const notes: string[] = [];
       let status: StepStatus = 'pass';
@@ -272,7 +314,12 @@ const gpuCheck: ProbeCheck = {
     const host = s.gpuHost ?? new (await import('../host/real.js')).RealHost(s.timeoutMs);
     const [rows, xid] = await Promise.all([readGpuRows(host, s.timeoutMs), readXid(host, s.timeoutMs)]);
     if (!rows) {
-      add('gpu', 'skip', s.gpuHost ? `no nvidia-smi answer in ${host.name}` : 'nvidia-smi not available here', performance.now() - gs);
+      add(
+        'gpu',
+        'skip',
+        s.gpuHost ? `no nvidia-smi answer in ${host.name}` : 'nvidia-smi not available here',
+        performance.now() - gs,
+      );
       return undefined;
     }
     let xidNew: XidEvent[] | undefined;
@@ -281,13 +328,20 @@ const gpuCheck: ProbeCheck = {
       const newest = times.length ? Math.max(...times) : undefined;
       // a kernel clock behind the last probe's means a reboot: every Xid in the log is new
       const rebooted = s.lastXidT !== undefined && newest !== undefined && newest < s.lastXidT;
-      xidNew = s.lastXidT === undefined || rebooted ? xid.events : xid.events.filter((e) => e.ts === undefined || e.ts > s.lastXidT!);
+      xidNew =
+        s.lastXidT === undefined || rebooted
+          ? xid.events
+          : xid.events.filter((e) => e.ts === undefined || e.ts > s.lastXidT!);
       found.xidT = newest ?? s.lastXidT;
     }
     const reserved = s.gpuMemoryUtilization ?? 0.9;
     found.gpu = judgeGpus(rows, {
       mine: s.gpuHost && !t.gpus?.length ? undefined : t.gpus,
-      thresholds: { tempWarnC: s.tempWarnC ?? 75, tempUnhealthyC: s.tempUnhealthyC ?? 82, tempCriticalC: s.tempCriticalC ?? 88 },
+      thresholds: {
+        tempWarnC: s.tempWarnC ?? 75,
+        tempUnhealthyC: s.tempUnhealthyC ?? 82,
+        tempCriticalC: s.tempCriticalC ?? 88,
+      },
       memLimit: Math.min(1, reserved + s.gpuMemoryHeadroomPct / 100),
       reserved,
       xidNew,
@@ -305,7 +359,13 @@ const authCheck: ProbeCheck = {
     const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal });
     if (t.apiKeyEnv || t.apiKey) {
       if (open.ok && open.status === 401) add('auth', 'pass', '/v1 refuses requests without the key', open.ms);
-      else add('auth', 'fail', `/v1/models answered ${open.ok ? `HTTP ${open.status}` : open.message} without the key: the server is open`, open.ms);
+      else
+        add(
+          'auth',
+          'fail',
+          `/v1/models answered ${open.ok ? `HTTP ${open.status}` : open.message} without the key: the server is open`,
+          open.ms,
+        );
     } else if (open.ok && open.status === 200) {
       add(
         'auth',
@@ -324,15 +384,29 @@ const clientCheck: ProbeCheck = {
   async run({ t, s, served, maxModelLen, add }) {
     if (s.client !== 'claude-code' && s.client !== 'openai') return undefined;
     const { claudeCodeCheck, openaiCheck } = await import('./client-check.js');
-    const c = s.client === 'claude-code' ? await claudeCodeCheck(t, served!, maxModelLen, s) : await openaiCheck(t, served!, s);
+    const c =
+      s.client === 'claude-code' ? await claudeCodeCheck(t, served!, maxModelLen, s) : await openaiCheck(t, served!, s);
     add('client', c.status, c.detail, c.ms);
     return undefined;
   },
 };
 
-export const PROBE_CHECKS: readonly ProbeCheck[] = [liveCheck, sleepCheck, identityCheck, inferenceCheck, metricsCheck, gpuCheck, authCheck, clientCheck];
+export const PROBE_CHECKS: readonly ProbeCheck[] = [
+  liveCheck,
+  sleepCheck,
+  identityCheck,
+  inferenceCheck,
+  metricsCheck,
+  gpuCheck,
+  authCheck,
+  clientCheck,
+];
 
-export async function probe(t: Target, s: ProbeSettings, checks: readonly ProbeCheck[] = PROBE_CHECKS): Promise<ProbeResult> {
+export async function probe(
+  t: Target,
+  s: ProbeSettings,
+  checks: readonly ProbeCheck[] = PROBE_CHECKS,
+): Promise<ProbeResult> {
   const started = performance.now();
   const steps: Step[] = [];
   const ctx: ProbeContext = {
@@ -343,7 +417,14 @@ export async function probe(t: Target, s: ProbeSettings, checks: readonly ProbeC
     add: (step, status, detail, ms = 0) => steps.push({ step, status, detail, ms: Math.round(ms) }),
     found: {},
   };
-  const done = (state: ProbeResult['state'], extra: Partial<ProbeResult> = {}): ProbeResult => ({ target: t.name, url: t.url, state, steps, ms: Math.round(performance.now() - started), ...extra });
+  const done = (state: ProbeResult['state'], extra: Partial<ProbeResult> = {}): ProbeResult => ({
+    target: t.name,
+    url: t.url,
+    state,
+    steps,
+    ms: Math.round(performance.now() - started),
+    ...extra,
+  });
   for (const [i, check] of checks.entries()) {
     // the run's deadline (probe --deadline) fired: no further step starts
     if (i > 0 && s.signal?.aborted) return done('unreachable');

@@ -47,7 +47,8 @@ export interface CostResult {
   usage?: Basis;
 }
 
-const pts = (samples: Sample[], get: (s: Sample) => number | undefined): Point[] => samples.map((s) => ({ t: Date.parse(s.t), v: get(s), start: s.start }));
+const pts = (samples: Sample[], get: (s: Sample) => number | undefined): Point[] =>
+  samples.map((s) => ({ t: Date.parse(s.t), v: get(s), start: s.start }));
 
 export function monthlyToHourly(perMonth: number): number {
   return perMonth / HOURS_PER_MONTH;
@@ -55,7 +56,9 @@ export function monthlyToHourly(perMonth: number): number {
 
 /** Mean GPU utilisation (0..1) over the samples that read GPUs. */
 export function measuredUtilization(samples: Sample[]): number | undefined {
-  const per = samples.map((s) => s.gpu?.map((g) => g.util).filter((u): u is number => u !== undefined) ?? []).filter((u) => u.length);
+  const per = samples
+    .map((s) => s.gpu?.map((g) => g.util).filter((u): u is number => u !== undefined) ?? [])
+    .filter((u) => u.length);
   if (!per.length) return undefined;
   return per.reduce((a, u) => a + u.reduce((x, y) => x + y, 0) / u.length, 0) / per.length / 100;
 }
@@ -72,12 +75,21 @@ export function computeCost(x: CostInput): CostResult {
   const decode = seriesIncrease(pts(s, (q) => q.c?.decodeS)).increase;
   const tokens = { prompt: prompt.increase, generation: gen.increase, total: prompt.increase + gen.increase };
   const measured = measuredUtilization(s);
-  const utilization = measured !== undefined ? { value: measured, source: 'measured' as const } : x.utilization !== undefined ? { value: x.utilization, source: 'given' as const } : undefined;
+  const utilization =
+    measured !== undefined
+      ? { value: measured, source: 'measured' as const }
+      : x.utilization !== undefined
+        ? { value: x.utilization, source: 'given' as const }
+        : undefined;
   const w = x.genWeight ?? DEFAULT_GEN_WEIGHT;
   const split: CostResult['split'] =
     prefill + decode > 0
       ? { by: 'prefill-decode-time', promptShare: prefill / (prefill + decode) }
-      : { by: 'ratio', genWeight: w, promptShare: tokens.total ? tokens.prompt / (tokens.prompt + w * tokens.generation) : undefined };
+      : {
+          by: 'ratio',
+          genWeight: w,
+          promptShare: tokens.total ? tokens.prompt / (tokens.prompt + w * tokens.generation) : undefined,
+        };
   const basis = (gpuHours: number): Basis => {
     const dollars = gpuHours * x.pricePerGpuHour;
     const b: Basis = { gpuHours, dollars };
@@ -146,7 +158,10 @@ export function sumCosts(parts: CostResult[], pricePerGpuHour: number): CostResu
 /** "24h", "7d", "90m", "2w" or an ISO time -> the window's start. */
 export function parseSince(text: string, now: number): number | undefined {
   const m = /^(\d+(?:\.\d+)?)(m|h|d|w)$/.exec(text.trim());
-  if (m) return now - Number(m[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[m[2] as 'm' | 'h' | 'd' | 'w'];
+  if (m)
+    return (
+      now - Number(m[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[m[2] as 'm' | 'h' | 'd' | 'w']
+    );
   const t = Date.parse(text);
   return Number.isNaN(t) ? undefined : t;
 }

@@ -45,8 +45,14 @@ export interface Hist {
 /** Observations between two cumulative histograms (same bounds); a reset counts the new one whole. */
 export function histDelta(prev: Hist | undefined, cur: Hist, restarted = false): Hist {
   const same = prev && prev.le.length === cur.le.length && prev.le.every((x, k) => x === cur.le[k]);
-  if (!prev || !same || restarted || cur.count < prev.count || cur.n.some((x, k) => x < prev.n[k]!)) return { ...cur, n: [...cur.n] };
-  return { le: cur.le, n: cur.n.map((x, k) => x - prev.n[k]!), sum: Math.max(0, cur.sum - prev.sum), count: cur.count - prev.count };
+  if (!prev || !same || restarted || cur.count < prev.count || cur.n.some((x, k) => x < prev.n[k]!))
+    return { ...cur, n: [...cur.n] };
+  return {
+    le: cur.le,
+    n: cur.n.map((x, k) => x - prev.n[k]!),
+    sum: Math.max(0, cur.sum - prev.sum),
+    count: cur.count - prev.count,
+  };
 }
 
 export function histAdd(a: Hist | undefined, b: Hist): Hist {

@@ -18,7 +18,11 @@ interface HistoryRead {
 }
 
 /** Every sample of the targets `match` accepts, oldest first; bad lines are skipped and reported. */
-export function readHistory(stateDir: string, match: (s: Sample) => boolean = () => true, window: { from?: number; to?: number } = {}): HistoryRead {
+export function readHistory(
+  stateDir: string,
+  match: (s: Sample) => boolean = () => true,
+  window: { from?: number; to?: number } = {},
+): HistoryRead {
   const dir = historyDir(stateDir);
   let names: string[];
   try {
@@ -53,7 +57,11 @@ export function readHistory(stateDir: string, match: (s: Sample) => boolean = ()
       // cheap pre-filter on the time every line starts with; the full check follows, after parsing
       if (window.from !== undefined || window.to !== undefined) {
         const t = Date.parse(/^\{"v":\d+,"t":"([^"]{10,40})"/.exec(l)?.[1] ?? '');
-        if (!Number.isNaN(t) && ((window.from !== undefined && t < window.from) || (window.to !== undefined && t > window.to))) return;
+        if (
+          !Number.isNaN(t) &&
+          ((window.from !== undefined && t < window.from) || (window.to !== undefined && t > window.to))
+        )
+          return;
       }
       let raw: unknown;
       try {
@@ -76,7 +84,8 @@ export function readHistory(stateDir: string, match: (s: Sample) => boolean = ()
       }
       if (match(r.data)) samples.push(r.data);
     });
-    if (last) skipped.push({ file: f, line: lines.length + 1, why: 'incomplete last line (torn or still being written)' });
+    if (last)
+      skipped.push({ file: f, line: lines.length + 1, why: 'incomplete last line (torn or still being written)' });
   }
   samples.sort((a, b) => Date.parse(a.t) - Date.parse(b.t));
   return { samples, skipped, files };

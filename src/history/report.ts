@@ -69,7 +69,15 @@ interface StartSeen {
 
 const ms = (s: Sample) => Date.parse(s.t);
 const latency = (h: Hist | undefined): Latency =>
-  h && h.count > 0 ? { count: h.count, mean: h.sum / h.count, p50: histQuantile(h, 0.5), p90: histQuantile(h, 0.9), p99: histQuantile(h, 0.99) } : { count: 0 };
+  h && h.count > 0
+    ? {
+        count: h.count,
+        mean: h.sum / h.count,
+        p50: histQuantile(h, 0.5),
+        p90: histQuantile(h, 0.9),
+        p99: histQuantile(h, 0.99),
+      }
+    : { count: 0 };
 
 /** What buildReport adds up over every target's samples. */
 interface Totals {
@@ -93,8 +101,28 @@ export function buildReport(all: Sample[]): Report {
   for (const s of samples) byTarget.set(s.url, [...(byTarget.get(s.url) ?? []), s]);
   const verdicts = { healthy: 0, unhealthy: 0, unreachable: 0 };
   for (const s of samples) verdicts[s.verdict]++;
-  const series: Report['series'] = { tokensPerSecond: [], kvCache: [], running: [], waiting: [], gpuTempMax: [], gpuMemPct: [], ttftP50: [], healthy: [] };
-  const t: Totals = { upMs: 0, totalMs: 0, incidents: [], tokens: { prompt: 0, generation: 0 }, finished: {}, preemptions: 0, hits: 0, queries: 0, restarts: 0, series };
+  const series: Report['series'] = {
+    tokensPerSecond: [],
+    kvCache: [],
+    running: [],
+    waiting: [],
+    gpuTempMax: [],
+    gpuMemPct: [],
+    ttftP50: [],
+    healthy: [],
+  };
+  const t: Totals = {
+    upMs: 0,
+    totalMs: 0,
+    incidents: [],
+    tokens: { prompt: 0, generation: 0 },
+    finished: {},
+    preemptions: 0,
+    hits: 0,
+    queries: 0,
+    restarts: 0,
+    series,
+  };
   for (const [, ss] of byTarget) {
     addUptime(t, ss);
     addIncidents(t, ss);
@@ -131,7 +159,14 @@ function startsOf(samples: Sample[]): StartSeen[] {
     if (!b) continue;
     const k = `${s.url}\u0000${b.at}`;
     if (seen.has(k)) continue;
-    seen.set(k, { target: s.target, at: b.at, ready: b.ready, first: b.first, compile: b.compile, phases: { ...b.ph } });
+    seen.set(k, {
+      target: s.target,
+      at: b.at,
+      ready: b.ready,
+      first: b.first,
+      compile: b.compile,
+      phases: { ...b.ph },
+    });
   }
   return [...seen.values()].sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
 }
@@ -157,7 +192,13 @@ function addIncidents(t: Totals, ss: Sample[]) {
       open = undefined;
       return;
     }
-    const inc: Incident = { target: s.target, at: s.t, from: prev?.verdict ?? null, to: s.verdict, cause: s.why?.find((w) => / fail: /.test(w)) ?? s.why?.[0] };
+    const inc: Incident = {
+      target: s.target,
+      at: s.t,
+      from: prev?.verdict ?? null,
+      to: s.verdict,
+      cause: s.why?.find((w) => / fail: /.test(w)) ?? s.why?.[0],
+    };
     if (open) open.until = s.t;
     t.incidents.push(inc);
     open = inc;
@@ -166,7 +207,8 @@ function addIncidents(t: Totals, ss: Sample[]) {
 
 /** The counters' increase over the window (a server restart resets them: counted as restarts). */
 function addCounters(t: Totals, ss: Sample[]) {
-  const p = (get: (s: Sample) => number | undefined): Point[] => ss.map((s) => ({ t: ms(s), v: get(s), start: s.start }));
+  const p = (get: (s: Sample) => number | undefined): Point[] =>
+    ss.map((s) => ({ t: ms(s), v: get(s), start: s.start }));
   const pr = seriesIncrease(p((s) => s.c?.prompt));
   const ge = seriesIncrease(p((s) => s.c?.generation));
   t.tokens.prompt += pr.increase;
@@ -185,7 +227,9 @@ function addLatency(t: Totals, ss: Sample[]) {
   for (const s of ss) {
     if (!s.c) continue;
     if (prev) {
-      const restarted = (prev.start !== undefined && s.start !== undefined && prev.start !== s.start) || (s.c.generation ?? 0) < (prev.c!.generation ?? 0);
+      const restarted =
+        (prev.start !== undefined && s.start !== undefined && prev.start !== s.start) ||
+        (s.c.generation ?? 0) < (prev.c!.generation ?? 0);
       const a = histOf(s.ttft);
       if (a) {
         const d = histDelta(histOf(prev.ttft), a, restarted);
@@ -196,7 +240,9 @@ function addLatency(t: Totals, ss: Sample[]) {
       const b = histOf(s.itl);
       if (b) t.itl = histAdd(t.itl, histDelta(histOf(prev.itl), b, restarted));
       const dt = (ms(s) - ms(prev)) / 1000;
-      const dTok = (counterDelta(prev.c!.prompt, s.c.prompt, restarted) ?? 0) + (counterDelta(prev.c!.generation, s.c.generation, restarted) ?? 0);
+      const dTok =
+        (counterDelta(prev.c!.prompt, s.c.prompt, restarted) ?? 0) +
+        (counterDelta(prev.c!.generation, s.c.generation, restarted) ?? 0);
       if (dt > 0) t.series.tokensPerSecond.push({ t: ms(s), v: dTok / dt });
     }
     prev = s;
@@ -235,7 +281,14 @@ function gpuSummary(samples: Sample[], series: Report['series']): Report['gpu'] 
 const BARS = '▁▂▃▄▅▆▇█';
 
 /** A sparkline of `width` cells over [from, to]: each cell the max of its points; a gap is a space. */
-export function sparkline(points: SeriesPoint[], from: number, to: number, width = 48, lo?: number, hi?: number): string {
+export function sparkline(
+  points: SeriesPoint[],
+  from: number,
+  to: number,
+  width = 48,
+  lo?: number,
+  hi?: number,
+): string {
   if (!points.length || to <= from) return '';
   const cells: Array<number | undefined> = Array.from({ length: width }, () => undefined);
   for (const p of points) {
@@ -245,5 +298,11 @@ export function sparkline(points: SeriesPoint[], from: number, to: number, width
   const vals = cells.filter((v): v is number => v !== undefined);
   const min = lo ?? Math.min(...vals);
   const max = hi ?? Math.max(...vals);
-  return cells.map((v) => (v === undefined ? ' ' : BARS[max > min ? Math.min(7, Math.max(0, Math.floor(((v - min) / (max - min)) * 7.999))) : 0])).join('');
+  return cells
+    .map((v) =>
+      v === undefined
+        ? ' '
+        : BARS[max > min ? Math.min(7, Math.max(0, Math.floor(((v - min) / (max - min)) * 7.999))) : 0],
+    )
+    .join('');
 }

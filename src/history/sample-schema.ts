@@ -4,9 +4,24 @@ import { z } from 'zod';
 import { SAMPLE_VERSION } from './sample-version.js';
 
 const num = z.number().finite().nonnegative();
-/** A start's phases, as engine/phases.ts names them (history sits below the engine: the names are repeated, tested equal). */
-export const BOOT_PHASES = ['process', 'files', 'weights', 'compile', 'kv-cache', 'cuda-graphs', 'engine', 'api', 'first-token'] as const;
-const HistLine = z.object({ le: z.array(z.number().finite()), n: z.array(num), sum: num, count: num }).refine((h) => h.n.length === h.le.length + 1, 'n has one count per bound plus +Inf');
+/**
+ * A start's phases, as engine/phases.ts names them (history sits below the engine: the names are repeated, tested
+ * equal).
+ */
+export const BOOT_PHASES = [
+  'process',
+  'files',
+  'weights',
+  'compile',
+  'kv-cache',
+  'cuda-graphs',
+  'engine',
+  'api',
+  'first-token',
+] as const;
+const HistLine = z
+  .object({ le: z.array(z.number().finite()), n: z.array(num), sum: num, count: num })
+  .refine((h) => h.n.length === h.le.length + 1, 'n has one count per bound plus +Inf');
 
 export const GpuSample = z.object({
   i: z.number().int().nonnegative(),

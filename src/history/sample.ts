@@ -37,7 +37,9 @@ interface SampleInput {
 }
 
 export function buildSample(x: SampleInput): Sample {
-  const why = x.steps.filter((s) => s.status === 'fail' || s.status === 'warn').map((s) => `${s.step} ${s.status}: ${s.detail}`.slice(0, 300));
+  const why = x.steps
+    .filter((s) => s.status === 'fail' || s.status === 'warn')
+    .map((s) => `${s.step} ${s.status}: ${s.detail}`.slice(0, 300));
   const s: Sample = {
     v: SAMPLE_VERSION,
     t: x.at.toISOString(),
@@ -64,7 +66,9 @@ export function buildSample(x: SampleInput): Sample {
 }
 
 function stripUndef<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && !(typeof v === 'number' && !Number.isFinite(v)))) as T;
+  return Object.fromEntries(
+    Object.entries(o).filter(([, v]) => v !== undefined && !(typeof v === 'number' && !Number.isFinite(v))),
+  ) as T;
 }
 
 /** Atomic appends need a line below PIPE_BUF: drop the bulky parts first, and say so. */

@@ -3,7 +3,20 @@
 // interleave or tear a line. Rotation renames the current file to an archive (a rename is
 // atomic; a probe that opened the old file still writes into the archive, which is read too),
 // then drops archives past the age limit and past the segment count: bounded, nothing rewritten.
-import { openSync, writeSync, readSync, closeSync, fstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, constants, lstatSync } from 'node:fs';
+import {
+  openSync,
+  writeSync,
+  readSync,
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  constants,
+  lstatSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { sampleLine, type Sample } from './sample.js';
@@ -50,7 +63,8 @@ export function appendSample(stateDir: string, s: Sample, rot: Rotation = DEFAUL
   let size = 0;
   const st = lstatSync(path, { throwIfNoEntry: false });
   // A FIFO would block the append open forever, a device or a link would take the line elsewhere.
-  if (st && !st.isFile()) throw new Error(`${path} is not a regular file; history is written only to its own files (remove it)`);
+  if (st && !st.isFile())
+    throw new Error(`${path} is not a regular file; history is written only to its own files (remove it)`);
   size = st?.size ?? 0;
   // A torn tail (a probe killed mid-write, a full disk) must not swallow this line too.
   if (size > 0 && !endsWithNewline(path, size)) line = Buffer.concat([Buffer.from('\n'), line]);
@@ -63,9 +77,14 @@ export function appendSample(stateDir: string, s: Sample, rot: Rotation = DEFAUL
   }
   prune(dir, base, rot, now);
   // O_NONBLOCK: a FIFO swapped in since the check fails the open (ENXIO) instead of blocking it.
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  const fd = openSync(
+    path,
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    0o600,
+  );
   try {
-    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file; history is written only to its own files (remove it)`);
+    if (!fstatSync(fd).isFile())
+      throw new Error(`${path} is not a regular file; history is written only to its own files (remove it)`);
     const n = writeSync(fd, line);
     if (n !== line.length) throw new Error(`short write to ${path} (${n} of ${line.length} bytes)`);
   } finally {

@@ -25,7 +25,14 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
         : c.stdout;
     writeFileAtomic(join(dir, stdout), redactText(out));
     writeFileAtomic(join(dir, stderr), redactText(c.stderr));
-    commands.push({ argv: c.argv, stdout, stderr, exitCode: c.exitCode, durationMs: c.durationMs, ...(c.error ? { error: c.error } : {}) });
+    commands.push({
+      argv: c.argv,
+      stdout,
+      stderr,
+      exitCode: c.exitCode,
+      durationMs: c.durationMs,
+      ...(c.error ? { error: c.error } : {}),
+    });
   }
   const files = [];
   let j = 0;
@@ -45,7 +52,16 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
     const section = { library: await sysinfoVersion(), readings: Object.fromEntries(rec.sysinfoReadings) };
     writeFileAtomic(join(dir, systeminformation), redactText(JSON.stringify(section, null, 2)) + '\n');
   }
-  const manifest = { version: 1, host: hostname(), collectedAt: new Date().toISOString(), arch: arch(), commands, files, env: pickEnv(rec.env()), ...(systeminformation ? { systeminformation } : {}) };
+  const manifest = {
+    version: 1,
+    host: hostname(),
+    collectedAt: new Date().toISOString(),
+    arch: arch(),
+    commands,
+    files,
+    env: pickEnv(rec.env()),
+    ...(systeminformation ? { systeminformation } : {}),
+  };
   writeFileAtomic(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
   return { commands: commands.length, files: files.length };
 }

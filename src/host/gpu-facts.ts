@@ -28,7 +28,10 @@ export interface GpuFact {
  * listed, with the compute processes that hold its memory. A process is placed by its bus id; one
  * without a bus id (an older 3-field query) cannot be placed and is left out rather than guessed.
  */
-export function gpuFacts(f: { gpus: Gpu[]; computeApps?: Array<{ pid: number; name: string; usedMiB?: number; busId?: string }> }): GpuFact[] {
+export function gpuFacts(f: {
+  gpus: Gpu[];
+  computeApps?: Array<{ pid: number; name: string; usedMiB?: number; busId?: string }>;
+}): GpuFact[] {
   const norm = (b: string | undefined) =>
     b
       ?.trim()
@@ -45,7 +48,9 @@ export function gpuFacts(f: { gpus: Gpu[]; computeApps?: Array<{ pid: number; na
       memoryTotalMiB: gpuNum(g, 'memory.total'),
       memoryFreeMiB: gpuNum(g, 'memory.free'),
       computeCapability: g.compute_cap,
-      processes: (f.computeApps ?? []).filter((a) => bus !== undefined && norm(a.busId) === bus).map((a) => ({ pid: a.pid, name: a.name, usedMiB: a.usedMiB })),
+      processes: (f.computeApps ?? [])
+        .filter((a) => bus !== undefined && norm(a.busId) === bus)
+        .map((a) => ({ pid: a.pid, name: a.name, usedMiB: a.usedMiB })),
     };
   });
 }

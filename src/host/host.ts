@@ -55,7 +55,9 @@ export class RecordingHost implements Host {
     return this.inner.env();
   }
   async sysinfo<P extends SysinfoPart>(part: P, opts?: { timeoutMs?: number }): Promise<SysinfoResult<P>> {
-    const r = this.inner.sysinfo ? await this.inner.sysinfo(part, opts) : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
+    const r = this.inner.sysinfo
+      ? await this.inner.sysinfo(part, opts)
+      : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
     this.sysinfoReadings.set(part, r);
     return r;
   }

@@ -41,8 +41,18 @@ export class RealHost implements Host {
         if (done) return;
         done = true;
         clearTimeout(timer);
-        const base = { argv, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), durationMs: Math.round(performance.now() - started) };
-        if (spawnError) return resolve({ ...base, exitCode: null, error: spawnError.code === 'ENOENT' ? 'not-found' : (spawnError.message ?? 'failed to run') });
+        const base = {
+          argv,
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8'),
+          durationMs: Math.round(performance.now() - started),
+        };
+        if (spawnError)
+          return resolve({
+            ...base,
+            exitCode: null,
+            error: spawnError.code === 'ENOENT' ? 'not-found' : (spawnError.message ?? 'failed to run'),
+          });
         if (timedOut) return resolve({ ...base, exitCode: null, error: 'timeout' });
         if (overflow) return resolve({ ...base, exitCode: null, error: `output over ${MAX_OUTPUT} bytes` });
         if (exitCode === null) return resolve({ ...base, exitCode: null, error: 'killed by a signal' });

@@ -35,7 +35,10 @@ const SysinfoSection = z.object({
   library: z.string(),
   readings: z.record(
     z.enum(SYSINFO_PARTS),
-    z.union([z.object({ ok: z.literal(true), value: z.unknown(), durationMs: z.number() }), z.object({ ok: z.literal(false), error: z.string(), durationMs: z.number() })]),
+    z.union([
+      z.object({ ok: z.literal(true), value: z.unknown(), durationMs: z.number() }),
+      z.object({ ok: z.literal(false), error: z.string(), durationMs: z.number() }),
+    ]),
   ),
 });
 type BundleManifest = z.infer<typeof BundleManifest>;
@@ -50,7 +53,10 @@ export class ReplayHost implements Host {
 
   constructor(readonly dir: string) {
     const mf = join(dir, 'manifest.json');
-    if (!existsSync(mf)) throw new UsageError(`--from ${dir}: no manifest.json there`, ['a bundle is the folder `sparkctl collect --out DIR` writes']);
+    if (!existsSync(mf))
+      throw new UsageError(`--from ${dir}: no manifest.json there`, [
+        'a bundle is the folder `sparkctl collect --out DIR` writes',
+      ]);
     let raw: unknown;
     try {
       raw = JSON.parse(readTextSync(mf, { maxBytes: READ_LIMITS.profile }));
@@ -70,11 +76,21 @@ export class ReplayHost implements Host {
     const read = (f: string | null) => {
       if (f === null) return '';
       const p = resolve(dir, f);
-      if (!p.startsWith(inside)) throw new UsageError(`--from ${dir}: manifest.json names ${JSON.stringify(f)}, outside the bundle`, ['a bundle is the folder `sparkctl collect --out DIR` writes']);
+      if (!p.startsWith(inside))
+        throw new UsageError(`--from ${dir}: manifest.json names ${JSON.stringify(f)}, outside the bundle`, [
+          'a bundle is the folder `sparkctl collect --out DIR` writes',
+        ]);
       return readTextSync(p, { maxBytes: READ_LIMITS.proc * 4, noFollow: true });
     };
     for (const c of res.data.commands) {
-      this.cmds.set(key(c.argv), { argv: c.argv, stdout: read(c.stdout), stderr: read(c.stderr), exitCode: c.exitCode, durationMs: c.durationMs, error: c.error });
+      this.cmds.set(key(c.argv), {
+        argv: c.argv,
+        stdout: read(c.stdout),
+        stderr: read(c.stderr),
+        exitCode: c.exitCode,
+        durationMs: c.durationMs,
+        error: c.error,
+      });
     }
     for (const f of res.data.files) this.files.set(f.path, f.content === null ? null : read(f.content));
     if (res.data.systeminformation) {
@@ -92,7 +108,12 @@ export class ReplayHost implements Host {
         );
       for (const [part, r] of Object.entries(s.data.readings)) {
         // The bundle is outside data: keep only the typed fields, as a live reading would.
-        this.si.set(part, r.ok ? { ok: true, value: pickSysinfo(part as SysinfoPart, r.value, 'bundle'), durationMs: r.durationMs } : { ok: false, error: r.error, durationMs: r.durationMs });
+        this.si.set(
+          part,
+          r.ok
+            ? { ok: true, value: pickSysinfo(part as SysinfoPart, r.value, 'bundle'), durationMs: r.durationMs }
+            : { ok: false, error: r.error, durationMs: r.durationMs },
+        );
       }
     }
   }
@@ -102,7 +123,16 @@ export class ReplayHost implements Host {
   }
 
   async run(argv: string[]): Promise<CmdResult> {
-    return this.cmds.get(key(argv)) ?? { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-collected' };
+    return (
+      this.cmds.get(key(argv)) ?? {
+        argv,
+        stdout: '',
+        stderr: '',
+        exitCode: null,
+        durationMs: 0,
+        error: 'not-collected',
+      }
+    );
   }
   hasFile(path: string) {
     return this.files.has(path);

@@ -53,7 +53,9 @@ export interface SysinfoReadings {
   net: SysNet[];
 }
 /** One part's answer: the reading, or why there is none (the library failed, not in the bundle). */
-export type SysinfoResult<P extends SysinfoPart = SysinfoPart> = { ok: true; value: SysinfoReadings[P]; durationMs: number } | { ok: false; error: string; durationMs: number };
+export type SysinfoResult<P extends SysinfoPart = SysinfoPart> =
+  | { ok: true; value: SysinfoReadings[P]; durationMs: number }
+  | { ok: false; error: string; durationMs: number };
 
 const str = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
@@ -108,8 +110,13 @@ const LISTS: Partial<Record<SysinfoPart, string>> = { disks: 'mount', net: 'ifac
  * section (`from: 'bundle'`, our own field names), which is outside data like any bundle file.
  * Never a serial number, UUID, machine id, hostname or MAC address.
  */
-export function pickSysinfo<P extends SysinfoPart>(part: P, raw: unknown, from: 'library' | 'bundle' = 'library'): SysinfoReadings[P] {
-  const one = (o: Record<string, unknown>) => Object.fromEntries(FIELDS[part].map(([ours, lib, kind]) => [ours, kind(o[from === 'library' ? lib : ours])]));
+export function pickSysinfo<P extends SysinfoPart>(
+  part: P,
+  raw: unknown,
+  from: 'library' | 'bundle' = 'library',
+): SysinfoReadings[P] {
+  const one = (o: Record<string, unknown>) =>
+    Object.fromEntries(FIELDS[part].map(([ours, lib, kind]) => [ours, kind(o[from === 'library' ? lib : ours])]));
   const key = LISTS[part];
   if (key) {
     const list = (Array.isArray(raw) ? raw : []) as Array<Record<string, unknown>>;
@@ -123,7 +130,8 @@ export function pickSysinfo<P extends SysinfoPart>(part: P, raw: unknown, from: 
 
 type SiModule = typeof import('systeminformation');
 let si: Promise<SiModule> | undefined;
-const load = () => (si ??= import('systeminformation').then((m) => ((m as { default?: SiModule }).default ?? m) as SiModule));
+const load = () =>
+  (si ??= import('systeminformation').then((m) => ((m as { default?: SiModule }).default ?? m) as SiModule));
 
 // ---- CPU and memory on Linux, from /proc: what systeminformation reads there, without its shells ----
 // (its cpu() runs lscpu and dmidecode and a synchronous cat | grep, and loading it is 430 KB of
@@ -131,8 +139,22 @@ const load = () => (si ??= import('systeminformation').then((m) => ((m as { defa
 
 const MANUFACTURER: Record<string, string> = { GenuineIntel: 'Intel', AuthenticAMD: 'AMD', HygonGenuine: 'Hygon' };
 /** /proc/cpuinfo's "CPU implementer" of ARM cores (the Arm ARM's MIDR codes). */
-const ARM_IMPLEMENTER: Record<string, string> = { '0x41': 'ARM', '0x4e': 'NVIDIA', '0x51': 'Qualcomm', '0x48': 'HiSilicon', '0xc0': 'Ampere', '0x61': 'Apple' };
-const ARM_PART: Record<string, string> = { '0xd0c': 'Neoverse-N1', '0xd40': 'Neoverse-V1', '0xd49': 'Neoverse-N2', '0xd4f': 'Neoverse-V2', '0xd8e': 'Neoverse-N3', '0xd84': 'Neoverse-V3' };
+const ARM_IMPLEMENTER: Record<string, string> = {
+  '0x41': 'ARM',
+  '0x4e': 'NVIDIA',
+  '0x51': 'Qualcomm',
+  '0x48': 'HiSilicon',
+  '0xc0': 'Ampere',
+  '0x61': 'Apple',
+};
+const ARM_PART: Record<string, string> = {
+  '0xd0c': 'Neoverse-N1',
+  '0xd40': 'Neoverse-V1',
+  '0xd49': 'Neoverse-N2',
+  '0xd4f': 'Neoverse-V2',
+  '0xd8e': 'Neoverse-N3',
+  '0xd84': 'Neoverse-V3',
+};
 
 /** The CPU from /proc/cpuinfo (and the max frequency in kHz from cpufreq, when readable). */
 export function procCpu(cpuinfo: string, maxKHz?: number): SysCpu {
@@ -149,9 +171,15 @@ export function procCpu(cpuinfo: string, maxKHz?: number): SysCpu {
     .filter((b) => b.processor !== undefined);
   const first = blocks[0] ?? {};
   const sockets = new Set(blocks.map((b) => b['physical id']).filter((x) => x !== undefined));
-  const cores = new Set(blocks.filter((b) => b['core id'] !== undefined).map((b) => `${b['physical id'] ?? 0}:${b['core id']}`));
+  const cores = new Set(
+    blocks.filter((b) => b['core id'] !== undefined).map((b) => `${b['physical id'] ?? 0}:${b['core id']}`),
+  );
   const vendor = first.vendor_id;
-  const manufacturer = vendor ? (MANUFACTURER[vendor] ?? vendor) : first['CPU implementer'] ? ARM_IMPLEMENTER[first['CPU implementer'].toLowerCase()] : undefined;
+  const manufacturer = vendor
+    ? (MANUFACTURER[vendor] ?? vendor)
+    : first['CPU implementer']
+      ? ARM_IMPLEMENTER[first['CPU implementer'].toLowerCase()]
+      : undefined;
   const model = first['model name'] ?? (first['CPU part'] ? ARM_PART[first['CPU part'].toLowerCase()] : undefined);
   const ghz = model ? /@\s*([\d.]+)\s*GHz/i.exec(model)?.[1] : undefined;
   // as systeminformation names it: "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz" -> "Xeon® Platinum 8480+"
@@ -162,7 +190,8 @@ export function procCpu(cpuinfo: string, maxKHz?: number): SysCpu {
     .replace(/\bCPU\b/g, '')
     .replace(/\s+/g, ' ')
     .trim();
-  if (brand && manufacturer && brand.toLowerCase().startsWith(manufacturer.toLowerCase())) brand = brand.slice(manufacturer.length).replace(/^®?\s*/, '');
+  if (brand && manufacturer && brand.toLowerCase().startsWith(manufacturer.toLowerCase()))
+    brand = brand.slice(manufacturer.length).replace(/^®?\s*/, '');
   return {
     manufacturer,
     brand: brand || undefined,
@@ -180,7 +209,8 @@ export function procMem(meminfo: string): SysMem {
     return m ? Number(m[1]) * 1024 : undefined;
   };
   const free = kb('MemFree');
-  const available = kb('MemAvailable') ?? (free !== undefined ? free + (kb('Buffers') ?? 0) + (kb('Cached') ?? 0) : undefined);
+  const available =
+    kb('MemAvailable') ?? (free !== undefined ? free + (kb('Buffers') ?? 0) + (kb('Cached') ?? 0) : undefined);
   return { totalBytes: kb('MemTotal'), availableBytes: available, swapTotalBytes: kb('SwapTotal') };
 }
 
@@ -188,7 +218,8 @@ async function readProc<P extends 'cpu' | 'mem'>(part: P): Promise<SysinfoReadin
   const { readText, READ_LIMITS } = await import('../util/read.js');
   const readFile = (f: string) => readText(f, { maxBytes: READ_LIMITS.proc });
   if (part === 'mem') return procMem(await readFile('/proc/meminfo')) as SysinfoReadings[P];
-  const maxKHz = Number(await readFile('/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq').catch(() => '')) || undefined;
+  const maxKHz =
+    Number(await readFile('/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq').catch(() => '')) || undefined;
   return procCpu(await readFile('/proc/cpuinfo'), maxKHz) as SysinfoReadings[P];
 }
 
@@ -206,7 +237,13 @@ export async function readSysinfo<P extends SysinfoPart>(part: P, timeoutMs: num
   }
   try {
     const lib = await load();
-    const call: Record<SysinfoPart, () => Promise<unknown>> = { cpu: () => lib.cpu(), mem: () => lib.mem(), os: () => lib.osInfo(), disks: () => lib.fsSize(), net: () => lib.networkInterfaces() };
+    const call: Record<SysinfoPart, () => Promise<unknown>> = {
+      cpu: () => lib.cpu(),
+      mem: () => lib.mem(),
+      os: () => lib.osInfo(),
+      disks: () => lib.fsSize(),
+      net: () => lib.networkInterfaces(),
+    };
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
       timer.unref();
@@ -214,7 +251,11 @@ export async function readSysinfo<P extends SysinfoPart>(part: P, timeoutMs: num
     const raw = await Promise.race([call[part](), deadline]);
     return { ok: true, value: pickSysinfo(part, raw), durationMs: ms() };
   } catch (e) {
-    return { ok: false, error: (e as Error).message === 'timeout' ? 'timeout' : `systeminformation failed: ${(e as Error).message}`, durationMs: ms() };
+    return {
+      ok: false,
+      error: (e as Error).message === 'timeout' ? 'timeout' : `systeminformation failed: ${(e as Error).message}`,
+      durationMs: ms(),
+    };
   } finally {
     clearTimeout(timer);
   }

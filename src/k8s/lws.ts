@@ -32,18 +32,35 @@ export function leaderWorkerSetFor(r: Resolved, opts: PodImage & { nodes: number
   const perNode = p.parallel.gpusPerNode ?? 8;
   const need = p.parallel.tensor * p.parallel.pipeline;
   if (opts.nodes * perNode < need)
-    throw new UsageError(`--node-count ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`, [
-      `--node-count ${Math.ceil(need / perNode)}`,
-    ]);
-  const native = clusterExecutor({ ...p, parallel: { ...p.parallel, nodes: Math.max(p.parallel.nodes, opts.nodes) } }) === 'native';
+    throw new UsageError(
+      `--node-count ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`,
+      [`--node-count ${Math.ceil(need / perNode)}`],
+    );
+  const native =
+    clusterExecutor({ ...p, parallel: { ...p.parallel, nodes: Math.max(p.parallel.nodes, opts.nodes) } }) === 'native';
   // vLLM's native launch runs world / nnodes ranks on every node: the world must divide evenly
   if (native && need % opts.nodes !== 0)
     throw new UsageError(
       `--node-count ${opts.nodes}: parallel.executor mp runs TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} ranks evenly over the pods (vLLM: "--nnodes ${opts.nodes} must evenly divide the total world size (${need})")`,
-      [`--node-count ${[1, 2, 4, 8, 16].find((n) => n >= Math.ceil(need / perNode) && need % n === 0) ?? Math.ceil(need / perNode)}`, '--set parallel.executor=ray (Ray places ranks unevenly)'],
+      [
+        `--node-count ${[1, 2, 4, 8, 16].find((n) => n >= Math.ceil(need / perNode) && need % n === 0) ?? Math.ceil(need / perNode)}`,
+        '--set parallel.executor=ray (Ray places ranks unevenly)',
+      ],
     );
   const podGpus = native ? need / opts.nodes : perNode;
-  const shape: HostShape = { gpus: podGpus, gpusSource: 'nodes', gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, multiNode: true, nodes: opts.nodes, gpusPerNode: podGpus };
+  const shape: HostShape = {
+    gpus: podGpus,
+    gpusSource: 'nodes',
+    gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB,
+    multiNode: true,
+    nodes: opts.nodes,
+    gpusPerNode: podGpus,
+  };
   const rep = renderReplicas(p, shape, { executable: ['vllm'], stateDir: '/tmp' })[0]!;
-  return leaderWorkerSet(p, r.platform, { ...opts, perNode: podGpus, argv: rep.argv, native: native ? lwsNativeRanks(rep.argv, opts.nodes) : undefined });
+  return leaderWorkerSet(p, r.platform, {
+    ...opts,
+    perNode: podGpus,
+    argv: rep.argv,
+    native: native ? lwsNativeRanks(rep.argv, opts.nodes) : undefined,
+  });
 }

@@ -7,7 +7,12 @@ import { shellQuote, commentValue } from '../output/format.js';
 import { servedName, shutdownTimeoutArg } from '../profiles/render.js';
 import { LIVENESS_PERIOD_S, LIVENESS_RETRIES, livenessArgv, livenessTimeoutS } from '../engine/runtime/liveness.js';
 import { graceMsOf } from '../engine/stop.js';
-import { CONTAINER_HF_CACHE, containerGpuUse, noGpuEnv as containerNoGpuEnv, type ImageStart } from '../engine/runtime/container.js';
+import {
+  CONTAINER_HF_CACHE,
+  containerGpuUse,
+  noGpuEnv as containerNoGpuEnv,
+  type ImageStart,
+} from '../engine/runtime/container.js';
 import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
 import { versionFromRef } from '../engine/runtime/image-version.js';
 import { unknownImageVersion, type InstalledVllm } from '../engine/vllm-version.js';
@@ -50,13 +55,21 @@ export function shmQuantity(size: string): string {
  */
 export function volumes(p: Profile, platform: Platform) {
   const c = p.container;
-  const vols: object[] = [{ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: c?.shmSize ? shmQuantity(c.shmSize) : `${platform.host.shmMinGiB}Gi` } }];
+  const vols: object[] = [
+    {
+      name: 'dshm',
+      emptyDir: { medium: 'Memory', sizeLimit: c?.shmSize ? shmQuantity(c.shmSize) : `${platform.host.shmMinGiB}Gi` },
+    },
+  ];
   const mounts: object[] = [{ name: 'dshm', mountPath: '/dev/shm' }];
   if (p.model.path) {
     vols.push({ name: 'model', hostPath: { path: p.model.path, type: 'Directory' } });
     mounts.push({ name: 'model', mountPath: p.model.path, readOnly: true });
   } else {
-    vols.push({ name: 'hf-cache', hostPath: { path: c?.hfCache ?? '/var/cache/huggingface', type: 'DirectoryOrCreate' } });
+    vols.push({
+      name: 'hf-cache',
+      hostPath: { path: c?.hfCache ?? '/var/cache/huggingface', type: 'DirectoryOrCreate' },
+    });
     mounts.push({ name: 'hf-cache', mountPath: CONTAINER_HF_CACHE });
   }
   (c?.mounts ?? []).forEach((m, i) => {
@@ -85,7 +98,11 @@ export function podCommand(start: ImageStart, argv: readonly string[]): { comman
  * known and refused (exit 2): the newest table's flags crash-loop an older vLLM ("unrecognized
  * arguments"). No image set off the DGX baselines: vLLM's own image of the newest table, said.
  */
-export function clusterVersion(profile: string, pinned: string, image: { ref?: string; derived: boolean; read?: InstalledVllm }): { version: string; note?: string } {
+export function clusterVersion(
+  profile: string,
+  pinned: string,
+  image: { ref?: string; derived: boolean; read?: InstalledVllm },
+): { version: string; note?: string } {
   if (pinned !== 'auto') return { version: pinned };
   const newest = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
   const fix = `fix: pin engine.vllmVersion (on a host with the image, sparkctl plan ${profile} --set engine.runtime=container reads its version)`;
@@ -124,15 +141,31 @@ export function clusterVersion(profile: string, pinned: string, image: { ref?: s
  * restart: liveness stays GET /health (a dead API only), the wedge is left to the alerts.
  */
 export function probes(p: Profile, period = 10) {
-  const probe = (extra: Record<string, number>) => ({ httpGet: { path: '/health', port: 'http' }, periodSeconds: period, timeoutSeconds: 5, ...extra });
+  const probe = (extra: Record<string, number>) => ({
+    httpGet: { path: '/health', port: 'http' },
+    periodSeconds: period,
+    timeoutSeconds: 5,
+    ...extra,
+  });
   const w = p.watch;
-  const check = { port: p.server.port, model: servedName(p), windowS: w.windowSeconds, maxWindowS: w.maxWindowSeconds, probeTimeoutS: w.probeTimeoutSeconds };
+  const check = {
+    port: p.server.port,
+    model: servedName(p),
+    windowS: w.windowSeconds,
+    maxWindowS: w.maxWindowSeconds,
+    probeTimeoutS: w.probeTimeoutSeconds,
+  };
   return {
     startupProbe: probe({ failureThreshold: Math.ceil(p.server.readyTimeoutSeconds / period) }),
     readinessProbe: probe({ failureThreshold: 3 }),
     livenessProbe:
       w.action === 'restart'
-        ? { exec: { command: livenessArgv(check) }, periodSeconds: LIVENESS_PERIOD_S, timeoutSeconds: livenessTimeoutS(check), failureThreshold: LIVENESS_RETRIES }
+        ? {
+            exec: { command: livenessArgv(check) },
+            periodSeconds: LIVENESS_PERIOD_S,
+            timeoutSeconds: livenessTimeoutS(check),
+            failureThreshold: LIVENESS_RETRIES,
+          }
         : probe({ failureThreshold: 6 }),
   };
 }
@@ -147,20 +180,30 @@ function livenessNote(p: Profile): string {
 
 /** The API key from a Secret (never a literal in the manifest). */
 function apiKeyEnv(p: Profile) {
-  return p.server.apiKeyEnv ? [{ name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: `${k8sName(p)}-api-key`, key: 'key' } } }] : [];
+  return p.server.apiKeyEnv
+    ? [{ name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: `${k8sName(p)}-api-key`, key: 'key' } } }]
+    : [];
 }
 
 function secretHint(p: Profile, namespace: string) {
-  // the key by stdin, never on kubectl's argv (visible in ps and kept in shell history); key= is what apiKeyEnv's secretKeyRef reads
+  // the key by stdin, never on kubectl's argv (visible in ps and kept in shell history); key= is what apiKeyEnv's
+  // secretKeyRef reads
   return p.server.apiKeyEnv
     ? `# printf '%s' "$${commentValue(p.server.apiKeyEnv)}" | kubectl -n ${commentValue(namespace)} create secret generic ${commentValue(k8sName(p))}-api-key --from-file=key=/dev/stdin\n`
     : '';
 }
 
-const literalCommand = (c: { command?: string[]; args: string[] }) => ({ ...(c.command ? { command: c.command.map(k8sLiteral) } : {}), args: c.args.map(k8sLiteral) });
+const literalCommand = (c: { command?: string[]; args: string[] }) => ({
+  ...(c.command ? { command: c.command.map(k8sLiteral) } : {}),
+  args: c.args.map(k8sLiteral),
+});
 
-/** A shell line in the image: NGC's entrypoint wraps it (args only); an image whose entrypoint is vllm serve needs command. */
-const shellCommand = (start: ImageStart, line: string) => (start === 'command' ? { args: ['sh', '-c', line] } : { command: ['sh', '-c', line] });
+/**
+ * A shell line in the image: NGC's entrypoint wraps it (args only); an image whose entrypoint is vllm serve needs
+ * command.
+ */
+const shellCommand = (start: ImageStart, line: string) =>
+  start === 'command' ? { args: ['sh', '-c', line] } : { command: ['sh', '-c', line] };
 
 const gpuResources = (n: number) => ({ limits: { 'nvidia.com/gpu': n }, requests: { 'nvidia.com/gpu': n } });
 
@@ -178,7 +221,8 @@ function noGpuEnv(p: Profile): { name: string; value: string }[] {
 
 /** The GPUs a pod asks for: none for container.gpus none (a CPU build), as the container runtime gives it none. */
 export const podGpus = (p: Profile, n: number) => (containerGpuUse(p, 'vllm').gpu ? n : 0);
-const dump = (docs: object[], width = 200) => docs.map((d) => yaml.dump(d, { lineWidth: width, noRefs: true })).join('---\n');
+const dump = (docs: object[], width = 200) =>
+  docs.map((d) => yaml.dump(d, { lineWidth: width, noRefs: true })).join('---\n');
 
 /**
  * Why a pod's vLLM listens on 0.0.0.0 where serve's default is 127.0.0.1 (issue 42 item 14): the kubelet's
@@ -200,7 +244,11 @@ export interface PodImage {
 }
 
 /** One pod: `vllm serve` with the rendered argv (listening on all of the pod's interfaces). */
-export function deployment(p: Profile, platform: Platform, opts: PodImage & { namespace: string; argv: string[]; gpus: number; servedName: string; replicas: number }): string {
+export function deployment(
+  p: Profile,
+  platform: Platform,
+  opts: PodImage & { namespace: string; argv: string[]; gpus: number; servedName: string; replicas: number },
+): string {
   const name = k8sName(p);
   const port = p.server.port;
   const labels = { 'app.kubernetes.io/name': name, 'app.kubernetes.io/managed-by': 'sparkctl' };
@@ -225,7 +273,11 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
               image: opts.image,
               ...literalCommand(podCommand(opts.start, opts.argv)),
               ports: [{ name: 'http', containerPort: port }],
-              env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...noGpuEnv(p), ...apiKeyEnv(p)],
+              env: [
+                ...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })),
+                ...noGpuEnv(p),
+                ...apiKeyEnv(p),
+              ],
               // container.gpus none (a CPU build of vLLM): no GPU asked for, as the container runtime gives it none
               ...gpuAsk(opts.gpus),
               ...probes(p),
@@ -239,12 +291,20 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
       },
     },
   };
-  const service = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: opts.namespace, labels }, spec: { selector: labels, ports: [{ name: 'http', port, targetPort: 'http' }] } };
+  const service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace: opts.namespace, labels },
+    spec: { selector: labels, ports: [{ name: 'http', port, targetPort: 'http' }] },
+  };
   const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, ${opts.replicas} pod(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n${livenessNote(p)}${PUBLIC_NOTE}${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
   return header + dump([dep, service]);
 }
 
-/** A shell word of a pod's command line: LWS's own variables ($(LWS_...)) are left for Kubernetes to expand, everything else is literal. */
+/**
+ * A shell word of a pod's command line: LWS's own variables ($(LWS_...)) are left for Kubernetes to expand, everything
+ * else is literal.
+ */
 const lwsWord = (a: string) => (/^\$\(LWS_[A-Z_]+\)$/.test(a) ? a : k8sLiteral(shellQuote(a)));
 
 /**
@@ -257,7 +317,13 @@ export interface NativeRanks {
   worker: string[];
 }
 
-type LwsOptions = PodImage & { nodes: number; perNode: number; namespace: string; argv: string[]; native?: NativeRanks };
+type LwsOptions = PodImage & {
+  nodes: number;
+  perNode: number;
+  namespace: string;
+  argv: string[];
+  native?: NativeRanks;
+};
 
 /** What every pod of the group runs with: the image, its env, its GPUs and its volumes. */
 interface LwsPod {
@@ -285,7 +351,11 @@ function lwsEnv(p: Profile): object[] {
 /** The leader's and the workers' shell lines. */
 function lwsCommands(opts: LwsOptions, gpus: number): { leader: string; worker: string } {
   // native: each pod runs its own vllm serve rank (vLLM's rendezvous waits for the whole world itself)
-  if (opts.native) return { leader: `exec ${podHostArgs(opts.native.leader).map(lwsWord).join(' ')}`, worker: `exec ${podHostArgs(opts.native.worker).map(lwsWord).join(' ')}` };
+  if (opts.native)
+    return {
+      leader: `exec ${podHostArgs(opts.native.leader).map(lwsWord).join(' ')}`,
+      worker: `exec ${podHostArgs(opts.native.worker).map(lwsWord).join(' ')}`,
+    };
   return {
     leader: [
       `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus}`,
@@ -299,9 +369,20 @@ function lwsCommands(opts: LwsOptions, gpus: number): { leader: string; worker: 
   };
 }
 
-/** One pod's container: the image running `line` with the pod's env and GPUs, then `extra` (the leader's port and probes), then the mounts. */
+/**
+ * One pod's container: the image running `line` with the pod's env and GPUs, then `extra` (the leader's port and
+ * probes), then the mounts.
+ */
 function lwsContainer(name: string, pod: LwsPod, line: string, extra: object = {}) {
-  return { name, image: pod.image, ...shellCommand(pod.start, line), env: pod.env, ...gpuAsk(pod.gpus), ...extra, volumeMounts: pod.v.mounts };
+  return {
+    name,
+    image: pod.image,
+    ...shellCommand(pod.start, line),
+    env: pod.env,
+    ...gpuAsk(pod.gpus),
+    ...extra,
+    volumeMounts: pod.v.mounts,
+  };
 }
 
 /** The leader's pod: vllm serve on the Service's port, with the probes. */
@@ -312,14 +393,23 @@ function leaderTemplate(p: Profile, pod: LwsPod, line: string) {
     spec: {
       // the leader runs vllm serve: its drain decides; the workers go with the group
       terminationGracePeriodSeconds: terminationGraceSeconds(p) - PRESTOP_S,
-      containers: [lwsContainer('vllm-leader', pod, line, { ports: [{ name: 'http', containerPort: p.server.port }], startupProbe, readinessProbe, livenessProbe })],
+      containers: [
+        lwsContainer('vllm-leader', pod, line, {
+          ports: [{ name: 'http', containerPort: p.server.port }],
+          startupProbe,
+          readinessProbe,
+          livenessProbe,
+        }),
+      ],
       volumes: pod.v.volumes,
     },
   };
 }
 
 /** A worker's pod: its rank (native) or ray start --block, no port of its own. */
-const workerTemplate = (pod: LwsPod, line: string) => ({ spec: { containers: [lwsContainer('vllm-worker', pod, line)], volumes: pod.v.volumes } });
+const workerTemplate = (pod: LwsPod, line: string) => ({
+  spec: { containers: [lwsContainer('vllm-worker', pod, line)], volumes: pod.v.volumes },
+});
 
 /** The Service in front of each group's leader. */
 function leaderService(name: string, namespace: string, port: number) {
@@ -327,7 +417,10 @@ function leaderService(name: string, namespace: string, port: number) {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name, namespace },
-    spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
+    spec: {
+      selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' },
+      ports: [{ name: 'http', port, targetPort: port }],
+    },
   };
 }
 
@@ -337,7 +430,10 @@ function lwsHeader(p: Profile, opts: LwsOptions, groups: number, gpus: number): 
   return `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs, ${opts.native ? "vLLM's own multi-node launch (--nnodes, rank from LWS_WORKER_INDEX)" : 'Ray'} (needs the LeaderWorkerSet controller)\n${livenessNote(p)}${PUBLIC_NOTE}${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
 }
 
-/** A LeaderWorkerSet and its Service. Per group: the leader (Ray head, a wait for every worker pod's node, then vllm serve; native: rank 0) and its workers (ray start --block; native: their ranks). */
+/**
+ * A LeaderWorkerSet and its Service. Per group: the leader (Ray head, a wait for every worker pod's node, then vllm
+ * serve; native: rank 0) and its workers (ray start --block; native: their ranks).
+ */
 export function leaderWorkerSet(p: Profile, platform: Platform, opts: LwsOptions): string {
   // container.gpus none: a CPU build; no GPU asked for, none injected, and Ray offers none
   const gpus = podGpus(p, opts.perNode);
@@ -352,7 +448,12 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: LwsOptions
     spec: {
       // parallel.replicas groups, each a leader and its workers (auto is one group past one node)
       replicas: groups,
-      leaderWorkerTemplate: { size: opts.nodes, restartPolicy: 'RecreateGroupOnPodRestart', leaderTemplate: leaderTemplate(p, pod, cmd.leader), workerTemplate: workerTemplate(pod, cmd.worker) },
+      leaderWorkerTemplate: {
+        size: opts.nodes,
+        restartPolicy: 'RecreateGroupOnPodRestart',
+        leaderTemplate: leaderTemplate(p, pod, cmd.leader),
+        workerTemplate: workerTemplate(pod, cmd.worker),
+      },
     },
   };
   return lwsHeader(p, opts, groups, gpus) + dump([lws, leaderService(name, opts.namespace, p.server.port)], 400);

@@ -19,11 +19,14 @@ import { readTextOrNull } from '../util/read.js';
 export function hubCacheDir(env: Record<string, string | undefined>): string {
   const explicit = env.HF_HUB_CACHE || env.HUGGINGFACE_HUB_CACHE;
   if (explicit) return resolve(expandHome(explicit, env));
-  const home = env.HF_HOME ? expandHome(env.HF_HOME, env) : join(env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache'), 'huggingface');
+  const home = env.HF_HOME
+    ? expandHome(env.HF_HOME, env)
+    : join(env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache'), 'huggingface');
   return resolve(home, 'hub');
 }
 
-const expandHome = (p: string, env: Record<string, string | undefined>) => (p === '~' || p.startsWith('~/') ? join(env.HOME || homedir(), p.slice(1)) : p);
+const expandHome = (p: string, env: Record<string, string | undefined>) =>
+  p === '~' || p.startsWith('~/') ? join(env.HOME || homedir(), p.slice(1)) : p;
 
 /** "Qwen/Qwen3.5-9B" -> models--Qwen--Qwen3.5-9B */
 export const repoFolderName = (id: string) => `models--${id.split('/').join('--')}`;
@@ -37,12 +40,14 @@ const REPO_ID = /^[A-Za-z0-9][\w.-]{0,95}\/[\w.-]{1,96}$/;
 const REF = /^[\w.-]+(\/[\w.-]+)*$/;
 
 export function checkRepoId(id: string): string | undefined {
-  if (!REPO_ID.test(id) || id.includes('..')) return `"${id}" is not a Hub model id (ORG/NAME, letters, digits, '-', '_', '.')`;
+  if (!REPO_ID.test(id) || id.includes('..'))
+    return `"${id}" is not a Hub model id (ORG/NAME, letters, digits, '-', '_', '.')`;
   return undefined;
 }
 
 export function checkRevision(rev: string): string | undefined {
-  if (rev.length > 200 || !REF.test(rev) || rev.split('/').some((s) => s === '.' || s === '..')) return `"${rev}" is not a branch, tag or commit name`;
+  if (rev.length > 200 || !REF.test(rev) || rev.split('/').some((s) => s === '.' || s === '..'))
+    return `"${rev}" is not a branch, tag or commit name`;
   return undefined;
 }
 
@@ -60,7 +65,8 @@ export function checkRepoPath(p: string): string | undefined {
   // a name is printed (progress, the summary, errors): an escape sequence there would rewrite the terminal
   if (hasControl(p)) return 'a control character in the name';
   // legal in JSON (an escaped \ud800), not in a file name nor a URL: encodeURIComponent throws on it
-  if (LONE_SURROGATE.test(p)) return 'a lone UTF-16 surrogate in the name (not a valid Unicode string, so no file name)';
+  if (LONE_SURROGATE.test(p))
+    return 'a lone UTF-16 surrogate in the name (not a valid Unicode string, so no file name)';
   return undefined;
 }
 
@@ -94,10 +100,14 @@ async function lstatOrNull(p: string): Promise<Stats | null> {
 
 export class CacheRefused extends Error {}
 
-/** mkdir -p, refusing a symlink or a file anywhere from `root` down to `dir` (root itself may be a link the operator made). */
+/**
+ * mkdir -p, refusing a symlink or a file anywhere from `root` down to `dir` (root itself may be a link the operator
+ * made).
+ */
 export async function ensureDirUnder(root: string, dir: string): Promise<void> {
   const rel = relative(root, dir);
-  if (rel.startsWith('..') || resolve(root, rel) !== resolve(dir)) throw new CacheRefused(`${dir} is outside the cache ${root}`);
+  if (rel.startsWith('..') || resolve(root, rel) !== resolve(dir))
+    throw new CacheRefused(`${dir} is outside the cache ${root}`);
   await mkdir(root, { recursive: true });
   let cur = root;
   for (const part of rel ? rel.split(sep) : []) {
@@ -111,7 +121,10 @@ export async function ensureDirUnder(root: string, dir: string): Promise<void> {
       }
       const again = await lstat(cur);
       if (!again.isDirectory()) throw new CacheRefused(`${cur} is not a folder`);
-    } else if (st.isSymbolicLink()) throw new CacheRefused(`${cur} is a symbolic link sparkctl did not make; remove it or choose another HF_HUB_CACHE`);
+    } else if (st.isSymbolicLink())
+      throw new CacheRefused(
+        `${cur} is a symbolic link sparkctl did not make; remove it or choose another HF_HUB_CACHE`,
+      );
     else if (!st.isDirectory()) throw new CacheRefused(`${cur} is not a folder`);
   }
 }
@@ -130,7 +143,9 @@ export async function blobState(c: RepoCache, etag: string, size: number): Promi
  * it is read, never through a link, and hashed.
  */
 export async function blobMatches(c: RepoCache, etag: string, size: number, lfs: boolean): Promise<boolean> {
-  const fh = await open(join(c.blobs, etag), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  const fh = await open(join(c.blobs, etag), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(
+    () => null,
+  );
   if (!fh) return false;
   try {
     const st = await fh.stat();
@@ -160,11 +175,22 @@ export async function openIncomplete(c: RepoCache, etag: string) {
   const p = incompletePath(c, etag);
   let fh: import('node:fs/promises').FileHandle;
   try {
-    fh = await open(p, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_APPEND | constants.O_NONBLOCK, 0o644);
+    fh = await open(
+      p,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_APPEND | constants.O_NONBLOCK,
+      0o644,
+    );
   } catch (e) {
     // what an earlier run or someone else left there is a finding, never an internal error
     const code = (e as NodeJS.ErrnoException).code;
-    const what = code === 'ELOOP' ? 'a symbolic link sparkctl did not make' : code === 'EISDIR' ? 'a folder' : code === 'EACCES' || code === 'EPERM' ? 'not writable' : undefined;
+    const what =
+      code === 'ELOOP'
+        ? 'a symbolic link sparkctl did not make'
+        : code === 'EISDIR'
+          ? 'a folder'
+          : code === 'EACCES' || code === 'EPERM'
+            ? 'not writable'
+            : undefined;
     if (what) throw new CacheRefused(`${p} (a partial download) is ${what}; remove it and pull again`);
     throw e;
   }
@@ -176,7 +202,10 @@ export async function openIncomplete(c: RepoCache, etag: string) {
   return { fh, path: p, have: st.size };
 }
 
-/** The verified partial file becomes the blob (atomic rename in one folder). A blob already there with the right size is kept. */
+/**
+ * The verified partial file becomes the blob (atomic rename in one folder). A blob already there with the right size is
+ * kept.
+ */
 export async function commitBlob(c: RepoCache, etag: string): Promise<void> {
   const target = join(c.blobs, etag);
   const st = await lstatOrNull(target);
@@ -217,7 +246,9 @@ export async function writeRef(c: RepoCache, revision: string, commit: string): 
 export async function readRef(c: RepoCache, revision: string): Promise<string | undefined> {
   if (COMMIT.test(revision)) return revision;
   const file = join(c.refs, ...revision.split('/'));
-  const text = await readTextOrNull(file, { maxBytes: 100, what: 'a refs/ file of the Hugging Face cache' }).catch(() => null);
+  const text = await readTextOrNull(file, { maxBytes: 100, what: 'a refs/ file of the Hugging Face cache' }).catch(
+    () => null,
+  );
   const v = text?.trim();
   return v && COMMIT.test(v) ? v : undefined;
 }

@@ -37,7 +37,15 @@ const MAX_TREE_PAGES = 2000;
 /** fetch's own redirect bound (undici: 20), named in the error. */
 const MAX_REDIRECTS = 20;
 
-type HubErrorKind = 'unauthorized' | 'forbidden' | 'not-found' | 'revision' | 'server' | 'network' | 'protocol' | 'checksum';
+type HubErrorKind =
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not-found'
+  | 'revision'
+  | 'server'
+  | 'network'
+  | 'protocol'
+  | 'checksum';
 
 export class HubError extends Error {
   constructor(
@@ -57,10 +65,20 @@ export function hubEndpoint(env: Record<string, string | undefined>): string {
   try {
     u = new URL(raw);
   } catch {
-    throw new HubError('protocol', `HF_ENDPOINT=${raw} is not a URL`, 'set HF_ENDPOINT to the Hub or mirror base URL, e.g. https://huggingface.co');
+    throw new HubError(
+      'protocol',
+      `HF_ENDPOINT=${raw} is not a URL`,
+      'set HF_ENDPOINT to the Hub or mirror base URL, e.g. https://huggingface.co',
+    );
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new HubError('protocol', `HF_ENDPOINT=${raw} is not http(s)`, 'set HF_ENDPOINT to an http(s) URL');
-  if (u.username || u.password) throw new HubError('protocol', 'HF_ENDPOINT carries a user name or password', 'put the token in HF_TOKEN, not in the URL');
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new HubError('protocol', `HF_ENDPOINT=${raw} is not http(s)`, 'set HF_ENDPOINT to an http(s) URL');
+  if (u.username || u.password)
+    throw new HubError(
+      'protocol',
+      'HF_ENDPOINT carries a user name or password',
+      'put the token in HF_TOKEN, not in the URL',
+    );
   return raw;
 }
 
@@ -131,20 +149,53 @@ export async function refusal(hub: Hub, repo: string, res: Response, what: strin
       `accept the licence at ${page} with the token's account (and wait for approval if the authors review requests); a fine-grained token needs "read access to public gated repositories"`,
       s,
     );
-  if (s === 404 && code === 'RevisionNotFound') return new HubError('revision', `${repo}: no such revision${said}`, 'check --revision (a branch, tag or 40-hex commit)', s);
-  if (s === 404) return new HubError('not-found', `${repo}: not found on ${hub.endpoint}${said}`, 'check the model id (ORG/NAME) and HF_ENDPOINT', s);
-  if (s === 429 || s >= 500) return new HubError('server', `${what}: the Hub answered ${s}${said}`, 'try again later (an interrupted pull resumes)', s);
+  if (s === 404 && code === 'RevisionNotFound')
+    return new HubError(
+      'revision',
+      `${repo}: no such revision${said}`,
+      'check --revision (a branch, tag or 40-hex commit)',
+      s,
+    );
+  if (s === 404)
+    return new HubError(
+      'not-found',
+      `${repo}: not found on ${hub.endpoint}${said}`,
+      'check the model id (ORG/NAME) and HF_ENDPOINT',
+      s,
+    );
+  if (s === 429 || s >= 500)
+    return new HubError(
+      'server',
+      `${what}: the Hub answered ${s}${said}`,
+      'try again later (an interrupted pull resumes)',
+      s,
+    );
   return new HubError('protocol', `${what}: unexpected answer ${s}${said}`, undefined, s);
 }
 
-async function get(hub: Hub, url: string, init: { headers?: Record<string, string>; signal?: AbortSignal; redirect?: RequestRedirect } = {}): Promise<Response> {
-  const signal = init.signal ? AbortSignal.any([init.signal, AbortSignal.timeout(hub.timeoutMs)]) : AbortSignal.timeout(hub.timeoutMs);
+async function get(
+  hub: Hub,
+  url: string,
+  init: { headers?: Record<string, string>; signal?: AbortSignal; redirect?: RequestRedirect } = {},
+): Promise<Response> {
+  const signal = init.signal
+    ? AbortSignal.any([init.signal, AbortSignal.timeout(hub.timeoutMs)])
+    : AbortSignal.timeout(hub.timeoutMs);
   try {
     return await fetch(url, { headers: headers(hub, url, init.headers), signal, redirect: init.redirect ?? 'follow' });
   } catch (e) {
     if (init.signal?.aborted) throw e;
-    if (isRedirectLoop(e)) throw new HubError('protocol', `${new URL(url).origin}: ${networkCause(e)}`, 'the server (HF_ENDPOINT) redirects in a loop: check the mirror');
-    throw new HubError('network', `${new URL(url).origin}: ${networkCause(e)}`, 'check the network or HF_ENDPOINT; an interrupted pull resumes where it stopped');
+    if (isRedirectLoop(e))
+      throw new HubError(
+        'protocol',
+        `${new URL(url).origin}: ${networkCause(e)}`,
+        'the server (HF_ENDPOINT) redirects in a loop: check the mirror',
+      );
+    throw new HubError(
+      'network',
+      `${new URL(url).origin}: ${networkCause(e)}`,
+      'check the network or HF_ENDPOINT; an interrupted pull resumes where it stopped',
+    );
   }
 }
 
@@ -156,7 +207,8 @@ function networkCause(e: unknown): string {
 }
 
 /** undici's fetch stops after 20 redirects with "redirect count exceeded": a server's loop, never worth a retry. */
-const isRedirectLoop = (e: unknown) => /redirect count exceeded/.test(String((e as { cause?: { message?: string } }).cause?.message ?? ''));
+const isRedirectLoop = (e: unknown) =>
+  /redirect count exceeded/.test(String((e as { cause?: { message?: string } }).cause?.message ?? ''));
 
 const api = (hub: Hub, repo: string, tail: string) => `${hub.endpoint}/api/models/${repo}/${tail}`;
 
@@ -172,7 +224,8 @@ export async function resolveCommit(hub: Hub, repo: string, revision: string, si
     if (e instanceof HubError) throw e;
     throw new HubError('protocol', `repository info of ${repo}: not JSON`);
   }
-  if (typeof info.sha !== 'string' || !COMMIT.test(info.sha)) throw new HubError('protocol', `repository info of ${repo}: no 40-hex commit in "sha"`);
+  if (typeof info.sha !== 'string' || !COMMIT.test(info.sha))
+    throw new HubError('protocol', `repository info of ${repo}: no 40-hex commit in "sha"`);
   return info.sha;
 }
 
@@ -191,44 +244,89 @@ export async function listTree(hub: Hub, repo: string, commit: string, signal?: 
   // listFiles follows the Link header for the next page: this fetch keeps it (and the token) on the endpoint.
   const bounded: typeof fetch = async (input) => {
     const url = String(input instanceof Request ? input.url : input);
-    if (!sameOrigin(url, hub.endpoint)) throw new HubError('protocol', `the tree listing pointed at another origin (${new URL(url).origin})`);
-    if (seen.has(url)) throw new HubError('protocol', `${what}: a page points at a page already read (${seen.size} pages in); the server's pagination loops`, 'check the mirror (HF_ENDPOINT)');
-    if (seen.size >= MAX_TREE_PAGES) throw new HubError('protocol', `${what}: more than ${MAX_TREE_PAGES} pages (the bound on pages a listing may have)`, 'check the mirror (HF_ENDPOINT)');
+    if (!sameOrigin(url, hub.endpoint))
+      throw new HubError('protocol', `the tree listing pointed at another origin (${new URL(url).origin})`);
+    if (seen.has(url))
+      throw new HubError(
+        'protocol',
+        `${what}: a page points at a page already read (${seen.size} pages in); the server's pagination loops`,
+        'check the mirror (HF_ENDPOINT)',
+      );
+    if (seen.size >= MAX_TREE_PAGES)
+      throw new HubError(
+        'protocol',
+        `${what}: more than ${MAX_TREE_PAGES} pages (the bound on pages a listing may have)`,
+        'check the mirror (HF_ENDPOINT)',
+      );
     seen.add(url);
     const res = await get(hub, url, { signal: all, headers: { accept: 'application/json' } });
     if (!res.ok) throw await refusal(hub, repo, res, what);
     const body = await readBounded(res, 64 * 1024 * 1024, 'tree listing');
     if (/rel="?next"?/.test(res.headers.get('link') ?? '') && /^\s*\[\s*\]\s*$/.test(body.toString('utf8')))
-      throw new HubError('protocol', `${what}: an empty page that points at another (page ${seen.size}); the server's pagination never ends`, 'check the mirror (HF_ENDPOINT)');
+      throw new HubError(
+        'protocol',
+        `${what}: an empty page that points at another (page ${seen.size}); the server's pagination never ends`,
+        'check the mirror (HF_ENDPOINT)',
+      );
     return new Response(new Uint8Array(body), { status: res.status, headers: res.headers });
   };
   const out: TreeFile[] = [];
   try {
-    for await (const e of listFiles({ repo: { type: 'model', name: repo }, revision: commit, recursive: true, hubUrl: hub.endpoint, fetch: bounded })) {
-      if (out.length >= MAX_TREE_ENTRIES) throw new HubError('protocol', `tree listing of ${repo}: more than ${MAX_TREE_ENTRIES} entries`);
+    for await (const e of listFiles({
+      repo: { type: 'model', name: repo },
+      revision: commit,
+      recursive: true,
+      hubUrl: hub.endpoint,
+      fetch: bounded,
+    })) {
+      if (out.length >= MAX_TREE_ENTRIES)
+        throw new HubError('protocol', `tree listing of ${repo}: more than ${MAX_TREE_ENTRIES} entries`);
       if (e.type !== 'file') continue;
       const size = e.lfs?.size ?? e.size;
       if (typeof e.path !== 'string' || !Number.isSafeInteger(size) || size < 0 || typeof e.oid !== 'string')
-        throw new HubError('protocol', `tree listing of ${repo}: a malformed entry (${JSON.stringify(e).slice(0, 120)})`);
-      out.push({ path: e.path, size: e.size, oid: e.oid, ...(e.lfs ? { lfs: { oid: e.lfs.oid, size: e.lfs.size } } : {}) });
+        throw new HubError(
+          'protocol',
+          `tree listing of ${repo}: a malformed entry (${JSON.stringify(e).slice(0, 120)})`,
+        );
+      out.push({
+        path: e.path,
+        size: e.size,
+        oid: e.oid,
+        ...(e.lfs ? { lfs: { oid: e.lfs.oid, size: e.lfs.size } } : {}),
+      });
     }
   } catch (e) {
     if (signal?.aborted) throw e;
     if (whole.aborted)
-      throw new HubError('network', `${what}: not done within ${Math.round((hub.listMs ?? 600_000) / 1000)} s (the deadline of a whole listing)`, 'try again later; check the mirror (HF_ENDPOINT)');
+      throw new HubError(
+        'network',
+        `${what}: not done within ${Math.round((hub.listMs ?? 600_000) / 1000)} s (the deadline of a whole listing)`,
+        'try again later; check the mirror (HF_ENDPOINT)',
+      );
     if (e instanceof HubError) throw e;
     throw new HubError('protocol', `tree listing of ${repo}: ${(e as Error).message}`);
   }
   return out;
 }
 
-const resolveUrl = (hub: Hub, repo: string, commit: string, path: string) => `${hub.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`;
+const resolveUrl = (hub: Hub, repo: string, commit: string, path: string) =>
+  `${hub.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`;
 
 /** A small file's bytes (the safetensors index, read before the plan), checked against its blob id. */
-export async function fetchSmall(hub: Hub, repo: string, commit: string, f: TreeFile, limit: number, signal?: AbortSignal): Promise<Buffer> {
+export async function fetchSmall(
+  hub: Hub,
+  repo: string,
+  commit: string,
+  f: TreeFile,
+  limit: number,
+  signal?: AbortSignal,
+): Promise<Buffer> {
   const size = f.lfs?.size ?? f.size;
   if (size > limit) throw new HubError('protocol', `${f.path}: ${size} bytes, more than the ${limit} it may have`);
-  const res = await get(hub, resolveUrl(hub, repo, commit, f.path), { signal, headers: { 'accept-encoding': 'identity' } });
+  const res = await get(hub, resolveUrl(hub, repo, commit, f.path), {
+    signal,
+    headers: { 'accept-encoding': 'identity' },
+  });
   if (!res.ok) throw await refusal(hub, repo, res, f.path);
   const buf = await readBounded(res, limit, f.path);
   const h = hasher(f, size);
@@ -277,7 +375,15 @@ interface PartFile {
  * it stopped, and check the digest. Leaves the verified file, synced to disk, for commitBlob; on a
  * digest mismatch the partial file is deleted and a 'checksum' HubError names the file.
  */
-export async function downloadFile(hub: Hub, c: RepoCache, repo: string, commit: string, f: TreeFile, etag: string, opts: DownloadOpts = {}): Promise<Download> {
+export async function downloadFile(
+  hub: Hub,
+  c: RepoCache,
+  repo: string,
+  commit: string,
+  f: TreeFile,
+  etag: string,
+  opts: DownloadOpts = {},
+): Promise<Download> {
   const size = f.lfs?.size ?? f.size;
   const { fh, path, have } = await openIncomplete(c, etag);
   const p: PartFile = { fh, path, have, h: hasher(f, size) };
@@ -292,14 +398,20 @@ export async function downloadFile(hub: Hub, c: RepoCache, repo: string, commit:
   }
 }
 
-/** A file that cannot be right keeps nothing: the partial file is closed and deleted, and the error handed back to throw. */
+/**
+ * A file that cannot be right keeps nothing: the partial file is closed and deleted, and the error handed back to
+ * throw.
+ */
 async function discard(p: PartFile, e: HubError): Promise<HubError> {
   await p.fh.close().catch(() => {});
   await unlink(p.path).catch(() => {});
   return e;
 }
 
-/** What an earlier pull left: more than the file's size starts over, less is hashed again and counted as received. Returns the bytes kept. */
+/**
+ * What an earlier pull left: more than the file's size starts over, less is hashed again and counted as received.
+ * Returns the bytes kept.
+ */
 async function resume(p: PartFile, size: number, onBytes: DownloadOpts['onBytes']): Promise<number> {
   if (p.have > size) {
     await p.fh.truncate(0);
@@ -316,7 +428,15 @@ async function resume(p: PartFile, size: number, onBytes: DownloadOpts['onBytes'
  * a server that ignores or refuses the Range starts the file over (twice at most), one that ends the
  * file early is a 'checksum' failure. Returns the bytes fetched.
  */
-async function fetchRest(hub: Hub, repo: string, commit: string, f: TreeFile, size: number, p: PartFile, opts: DownloadOpts): Promise<number> {
+async function fetchRest(
+  hub: Hub,
+  repo: string,
+  commit: string,
+  f: TreeFile,
+  size: number,
+  p: PartFile,
+  opts: DownloadOpts,
+): Promise<number> {
   let fetched = 0;
   let failures = 0;
   let restarts = 0;
@@ -386,7 +506,10 @@ async function fetchRest(hub: Hub, repo: string, commit: string, f: TreeFile, si
   return fetched;
 }
 
-/** Connections one file may take: its retries, two restarts, and one more per 256 MiB (a long download over a flaky link). */
+/**
+ * Connections one file may take: its retries, two restarts, and one more per 256 MiB (a long download over a flaky
+ * link).
+ */
 export const maxConnectionsFor = (size: number, retries = 5) => retries + 3 + Math.ceil(size / (256 << 20)) * 2;
 
 /** A body that came slower than the floor: the bytes written before it was cut off travel with it. */
@@ -395,7 +518,11 @@ class TooSlow extends HubError {
     message: string,
     readonly written: number,
   ) {
-    super('network', message, 'try again later or use a faster mirror (HF_ENDPOINT); an interrupted pull resumes where it stopped');
+    super(
+      'network',
+      message,
+      'try again later or use a faster mirror (HF_ENDPOINT); an interrupted pull resumes where it stopped',
+    );
   }
 }
 
@@ -435,7 +562,13 @@ async function hashPrefix(path: string, n: number, h: Hash): Promise<void> {
  * exactly `from`), or 'whole' (200 to a range, or 416: the caller starts the file again; the body is
  * dropped). Anything else throws: the Hub's refusal, or a 206 from another offset.
  */
-async function rangeAnswer(hub: Hub, repo: string, res: Response, path: string, from: number): Promise<'body' | 'whole'> {
+async function rangeAnswer(
+  hub: Hub,
+  repo: string,
+  res: Response,
+  path: string,
+  from: number,
+): Promise<'body' | 'whole'> {
   if ((from > 0 && res.status === 200) || res.status === 416) {
     await res.body?.cancel();
     return 'whole';
@@ -445,13 +578,18 @@ async function rangeAnswer(hub: Hub, repo: string, res: Response, path: string, 
     const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
     if (!m || Number(m[1]) !== from) {
       await res.body?.cancel();
-      throw new HubError('protocol', `${path}: asked for bytes from ${from}, got "${res.headers.get('content-range')}"`);
+      throw new HubError(
+        'protocol',
+        `${path}: asked for bytes from ${from}, got "${res.headers.get('content-range')}"`,
+      );
     }
   }
   return 'body';
 }
 
-/** One request from `from`; returns the bytes written, or -1 when the server sent the whole file instead of the range. */
+/**
+ * One request from `from`; returns the bytes written, or -1 when the server sent the whole file instead of the range.
+ */
 async function fetchRange(
   hub: Hub,
   repo: string,
@@ -469,12 +607,24 @@ async function fetchRange(
   const url = resolveUrl(hub, repo, commit, f.path);
   let res: Response;
   try {
-    res = await fetch(url, { headers: headers(hub, url, { 'accept-encoding': 'identity', ...(from > 0 ? { range: `bytes=${from}-` } : {}) }), signal, redirect: 'follow' });
+    res = await fetch(url, {
+      headers: headers(hub, url, { 'accept-encoding': 'identity', ...(from > 0 ? { range: `bytes=${from}-` } : {}) }),
+      signal,
+      redirect: 'follow',
+    });
   } catch (e) {
     clearTimeout(timer);
     if (opts.signal?.aborted) throw e;
-    if (isRedirectLoop(e)) throw new HubError('protocol', `${f.path}: ${networkCause(e)}`, 'the server (HF_ENDPOINT) redirects in a loop: check the mirror');
-    throw new HubError('network', `${f.path}: ${stall.signal.aborted ? 'no answer before the deadline' : networkCause(e)}`);
+    if (isRedirectLoop(e))
+      throw new HubError(
+        'protocol',
+        `${f.path}: ${networkCause(e)}`,
+        'the server (HF_ENDPOINT) redirects in a loop: check the mirror',
+      );
+    throw new HubError(
+      'network',
+      `${f.path}: ${stall.signal.aborted ? 'no answer before the deadline' : networkCause(e)}`,
+    );
   }
   const answer = await rangeAnswer(hub, repo, res, f.path, from).catch((e) => {
     clearTimeout(timer);
@@ -502,7 +652,11 @@ async function fetchRange(
   try {
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       clearTimeout(timer);
-      if (from + n + chunk.byteLength > size) throw new HubError('checksum', `${f.path}: the server sent more than the ${size} bytes the Hub lists; nothing was kept`);
+      if (from + n + chunk.byteLength > size)
+        throw new HubError(
+          'checksum',
+          `${f.path}: the server sent more than the ${size} bytes the Hub lists; nothing was kept`,
+        );
       await writeAll(fh, chunk);
       h.update(chunk);
       n += chunk.byteLength;
@@ -516,7 +670,10 @@ async function fetchRange(
     if (tooSlow) throw new TooSlow(tooSlow, n);
     // A dropped or stalled connection: what was written stays; the caller asks for the rest.
     if (n > 0) return n;
-    throw new HubError('network', `${f.path}: ${stall.signal.aborted ? `no bytes for ${hub.stallMs} ms` : networkCause(e)}`);
+    throw new HubError(
+      'network',
+      `${f.path}: ${stall.signal.aborted ? `no bytes for ${hub.stallMs} ms` : networkCause(e)}`,
+    );
   } finally {
     clearTimeout(timer);
     clearInterval(window);

@@ -4,11 +4,17 @@
 // for marked strings outside of string literals and revived as numbers. Pure.
 
 const MARK = '\u0000py-json:';
-const TOKENS: Record<string, number> = { NaN: Number.NaN, Infinity: Number.POSITIVE_INFINITY, '-Infinity': Number.NEGATIVE_INFINITY };
+const TOKENS: Record<string, number> = {
+  NaN: Number.NaN,
+  Infinity: Number.POSITIVE_INFINITY,
+  '-Infinity': Number.NEGATIVE_INFINITY,
+};
 
 /** JSON.parse that also accepts NaN, Infinity and -Infinity as values, the way Python's json.loads does. */
 export function parsePythonJson(text: string): unknown {
-  return JSON.parse(markNonFinite(text), (_k, v) => (typeof v === 'string' && v.startsWith(MARK) ? TOKENS[v.slice(MARK.length)] : v));
+  return JSON.parse(markNonFinite(text), (_k, v) =>
+    typeof v === 'string' && v.startsWith(MARK) ? TOKENS[v.slice(MARK.length)] : v,
+  );
 }
 
 function markNonFinite(text: string): string {
@@ -26,7 +32,13 @@ function markNonFinite(text: string): string {
       i = j + 1;
       continue;
     }
-    const tok = text.startsWith('-Infinity', i) ? '-Infinity' : text.startsWith('Infinity', i) ? 'Infinity' : text.startsWith('NaN', i) ? 'NaN' : undefined;
+    const tok = text.startsWith('-Infinity', i)
+      ? '-Infinity'
+      : text.startsWith('Infinity', i)
+        ? 'Infinity'
+        : text.startsWith('NaN', i)
+          ? 'NaN'
+          : undefined;
     if (tok) {
       out += JSON.stringify(MARK + tok);
       i += tok.length;

@@ -27,9 +27,15 @@ export interface Layout {
   readFrom: string;
   /** the vLLM model family whose per-model hooks apply (models/config.py) */
   family?: 'nemotron_h' | 'qwen3_5' | 'qwen3_next' | 'deepseek_v32' | 'llama4' | 'mimo_v2' | 'gemma4' | 'decilm';
-  /** the checkpoint's own recurrent-state dtype, where its config names one (NemotronH mamba_ssm_cache_dtype, Qwen3.5 mamba_ssm_dtype) */
+  /**
+   * the checkpoint's own recurrent-state dtype, where its config names one (NemotronH mamba_ssm_cache_dtype, Qwen3.5
+   * mamba_ssm_dtype)
+   */
   ssmDtype?: string;
-  /** ModelConfig.get_mamba_chunk_size(): mamba_chunk_size, else chunk_size, else 2048 (mamba_cache_mode "all" aligns to it) */
+  /**
+   * ModelConfig.get_mamba_chunk_size(): mamba_chunk_size, else chunk_size, else 2048 (mamba_cache_mode "all" aligns to
+   * it)
+   */
   mambaChunkSize?: number;
 }
 
@@ -39,8 +45,10 @@ export interface NotModelled {
 }
 
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const int = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && v <= 10_000_000 ? v : undefined);
-const nonneg = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= 10_000_000 ? v : undefined);
+const int = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v > 0 && v <= 10_000_000 ? v : undefined;
+const nonneg = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= 10_000_000 ? v : undefined;
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
 
 class Missing extends Error {
@@ -57,7 +65,10 @@ function need(c: Json, field: string, ...alts: string[]): number {
     const v = int(c[k]);
     if (v !== undefined) return v;
   }
-  throw new Missing(field, `${field}: ${c[field] === undefined ? 'missing' : JSON.stringify(c[field]).slice(0, 40)} (a positive integer)`);
+  throw new Missing(
+    field,
+    `${field}: ${c[field] === undefined ? 'missing' : JSON.stringify(c[field]).slice(0, 40)} (a positive integer)`,
+  );
 }
 
 /** Attention of the usual kind: heads and head size as vLLM's Attention layer gets them. */
@@ -71,7 +82,8 @@ function attention(c: Json, extra: { window?: number; chunk?: number } = {}): La
 }
 
 function mamba2(c: Json): LayerCache {
-  // nemotron_h.py get_mamba_state_shape_from_config: mamba_num_heads, mamba_head_dim, n_groups, ssm_state_size, conv_kernel
+  // nemotron_h.py get_mamba_state_shape_from_config: mamba_num_heads, mamba_head_dim, n_groups, ssm_state_size,
+  // conv_kernel
   return {
     kind: 'mamba2',
     heads: need(c, 'mamba_num_heads'),
@@ -94,7 +106,10 @@ function gdn(c: Json): LayerCache {
   };
 }
 
-/** Nemotron-H (nemotron_h.py): hybrid_override_pattern M (Mamba2), * (attention), - (MLP), E (MoE); or layers_block_type. */
+/**
+ * Nemotron-H (nemotron_h.py): hybrid_override_pattern M (Mamba2), * (attention), - (MLP), E (MoE); or
+ * layers_block_type.
+ */
 function nemotronH(c: Json, n: number): Layout | NotModelled {
   const pattern = c.hybrid_override_pattern;
   const blocks = c.layers_block_type;
@@ -107,20 +122,35 @@ function nemotronH(c: Json, n: number): Layout | NotModelled {
     field = 'layers_block_type';
     // transformers 5 writes the Mamba layers as linear_attention and the attention layers as full_attention
     kinds = (blocks as string[]).map((b) => ({ linear_attention: 'mamba', full_attention: 'attention' })[b] ?? b);
-  } else return { notModelled: 'hybrid_override_pattern', why: 'a Nemotron-H config without a readable hybrid_override_pattern or layers_block_type' };
+  } else
+    return {
+      notModelled: 'hybrid_override_pattern',
+      why: 'a Nemotron-H config without a readable hybrid_override_pattern or layers_block_type',
+    };
   // vLLM's NemotronHConfig asserts len(hybrid_override_pattern) == num_hidden_layers
-  if (kinds.length !== n) return { notModelled: field, why: `${kinds.length} entries for ${n} layers (vLLM refuses that)` };
+  if (kinds.length !== n)
+    return { notModelled: field, why: `${kinds.length} entries for ${n} layers (vLLM refuses that)` };
   const layers: LayerCache[][] = [];
-  // NemotronHAttention (nemotron_h.py): config.head_dim, whose default in the config class is 128
-  // (transformers' NemotronHConfig head_dim = 128; the published configs may write attention_head_dim instead, which neither reads)
+  // NemotronHAttention (nemotron_h.py): config.head_dim, whose default in the config class is 128 (transformers'
+  // NemotronHConfig head_dim = 128; the published configs may write attention_head_dim instead, which neither reads)
   const attnCfg = int(c.head_dim) ? c : { ...c, head_dim: 128 };
   for (const [i, k] of kinds.entries()) {
     if (k === 'mamba') layers.push([mamba2(c)]);
     else if (k === 'attention') layers.push([attention(attnCfg)]);
     else if (k === 'mlp' || k === 'moe') layers.push([]);
-    else return { notModelled: `${field}[${i}]`, why: `layer kind ${JSON.stringify(k.replace(/^\?/, ''))} is not one vLLM's NemotronH builds (M * - E)` };
+    else
+      return {
+        notModelled: `${field}[${i}]`,
+        why: `layer kind ${JSON.stringify(k.replace(/^\?/, ''))} is not one vLLM's NemotronH builds (M * - E)`,
+      };
   }
-  return { layers, readFrom: field, family: 'nemotron_h', ssmDtype: str(c.mamba_ssm_cache_dtype), mambaChunkSize: int(c.mamba_chunk_size) ?? int(c.chunk_size) ?? 2048 };
+  return {
+    layers,
+    readFrom: field,
+    family: 'nemotron_h',
+    ssmDtype: str(c.mamba_ssm_cache_dtype),
+    mambaChunkSize: int(c.mamba_chunk_size) ?? int(c.chunk_size) ?? 2048,
+  };
 }
 
 /** MiMo-V2 (mimo_v2.py): hybrid_layer_pattern[i] == 1 is a sliding-window layer with its own swa_* heads and sizes. */
@@ -133,31 +163,57 @@ function mimoV2(c: Json): Layout | NotModelled {
       const heads = need(c, 'swa_num_attention_heads');
       const headSize = int(c.swa_head_dim) ?? (hidden ? Math.floor(hidden / heads) : need(c, 'swa_head_dim'));
       const window = int(c.sliding_window_size) ?? int(c.sliding_window);
-      if (!window) return { notModelled: 'sliding_window_size', why: 'a sliding layer in hybrid_layer_pattern without a window' };
-      layers.push([{ kind: 'attention', kvHeads: int(c.swa_num_key_value_heads) ?? heads, headSize, headSizeV: int(c.swa_v_head_dim) ?? headSize, window }]);
+      if (!window)
+        return { notModelled: 'sliding_window_size', why: 'a sliding layer in hybrid_layer_pattern without a window' };
+      layers.push([
+        {
+          kind: 'attention',
+          kvHeads: int(c.swa_num_key_value_heads) ?? heads,
+          headSize,
+          headSizeV: int(c.swa_v_head_dim) ?? headSize,
+          window,
+        },
+      ]);
     } else if (p === 0) {
       const a = attention(c) as Extract<LayerCache, { kind: 'attention' }>;
       layers.push([{ ...a, headSizeV: int(c.v_head_dim) ?? a.headSize }]);
-    } else return { notModelled: `hybrid_layer_pattern[${i}]`, why: `${JSON.stringify(p)} is neither 0 (full attention) nor 1 (sliding window)` };
+    } else
+      return {
+        notModelled: `hybrid_layer_pattern[${i}]`,
+        why: `${JSON.stringify(p)} is neither 0 (full attention) nor 1 (sliding window)`,
+      };
   }
   return { layers, readFrom: 'hybrid_layer_pattern', family: 'mimo_v2' };
 }
 
-/** DeepSeek MLA (deepseek_v2.py): the cached latent is kv_lora_rank + qk_rope_head_dim; V3.2 adds an indexer key cache. */
+/**
+ * DeepSeek MLA (deepseek_v2.py): the cached latent is kv_lora_rank + qk_rope_head_dim; V3.2 adds an indexer key cache.
+ */
 function mla(c: Json, n: number): Layout {
   const kvLoraRank = need(c, 'kv_lora_rank');
   const rope = need(c, 'qk_rope_head_dim');
   const sparse = c.index_topk !== undefined;
   const caches: LayerCache[] = [{ kind: 'mla', headSize: kvLoraRank + rope, sparse }];
   if (sparse) {
-    // Indexer: DeepseekV32IndexerCache(head_dim = index_head_dim + index_head_dim // quant_block_size(128) * 4, dtype uint8)
+    // Indexer: DeepseekV32IndexerCache(head_dim = index_head_dim + index_head_dim // quant_block_size(128) * 4, dtype
+    // uint8)
     const d = need(c, 'index_head_dim');
     caches.push({ kind: 'indexer', bytesPerToken: d + Math.floor(d / 128) * 4 });
   }
-  return { layers: Array.from({ length: n }, () => caches), readFrom: sparse ? 'kv_lora_rank, index_head_dim (sparse attention)' : 'kv_lora_rank', family: sparse ? 'deepseek_v32' : undefined };
+  return {
+    layers: Array.from({ length: n }, () => caches),
+    readFrom: sparse ? 'kv_lora_rank, index_head_dim (sparse attention)' : 'kv_lora_rank',
+    family: sparse ? 'deepseek_v32' : undefined,
+  };
 }
 
-const GDN_FAMILIES: Record<string, Layout['family']> = { qwen3_next: 'qwen3_next', qwen3_5_text: 'qwen3_5', qwen3_5_moe_text: 'qwen3_5', qwen3_5: 'qwen3_5', qwen3_5_moe: 'qwen3_5' };
+const GDN_FAMILIES: Record<string, Layout['family']> = {
+  qwen3_next: 'qwen3_next',
+  qwen3_5_text: 'qwen3_5',
+  qwen3_5_moe_text: 'qwen3_5',
+  qwen3_5: 'qwen3_5',
+  qwen3_5_moe: 'qwen3_5',
+};
 
 /** Qwen3-Next / Qwen3.5 (qwen3_next.py, qwen3_5.py): layer_types, or every full_attention_interval-th layer full. */
 function gatedDeltaNet(c: Json, n: number, family: Layout['family']): Layout | NotModelled {
@@ -169,17 +225,28 @@ function gatedDeltaNet(c: Json, n: number, family: Layout['family']): Layout | N
     const k = int(c.full_attention_interval)!;
     field = 'full_attention_interval';
     kinds = Array.from({ length: n }, (_, i) => ((i + 1) % k === 0 ? 'full_attention' : 'linear_attention'));
-  } else return { notModelled: 'layer_types', why: `a ${family} config needs layer_types (${n} entries) or full_attention_interval` };
+  } else
+    return {
+      notModelled: 'layer_types',
+      why: `a ${family} config needs layer_types (${n} entries) or full_attention_interval`,
+    };
   const layers: LayerCache[][] = [];
   for (const [i, k] of kinds.entries()) {
     if (k === 'linear_attention') layers.push([gdn(c)]);
     else if (k === 'full_attention') layers.push([attention(c)]);
-    else return { notModelled: `layer_types[${i}]`, why: `${JSON.stringify(k)} is not a layer kind vLLM's ${family} builds` };
+    else
+      return {
+        notModelled: `layer_types[${i}]`,
+        why: `${JSON.stringify(k)} is not a layer kind vLLM's ${family} builds`,
+      };
   }
   return { layers, readFrom: field, family, ssmDtype: family === 'qwen3_5' ? str(c.mamba_ssm_dtype) : undefined };
 }
 
-/** Llama 4 (llama4.py): a layer with RoPE (no_rope_layers[i] != 0) is chunked local attention when attention_chunk_size is set. */
+/**
+ * Llama 4 (llama4.py): a layer with RoPE (no_rope_layers[i] != 0) is chunked local attention when attention_chunk_size
+ * is set.
+ */
 function llama4(c: Json, n: number): Layout | NotModelled {
   const chunk = int(c.attention_chunk_size)!;
   let rope: number[];
@@ -203,7 +270,11 @@ function llama4(c: Json, n: number): Layout | NotModelled {
 function gemma4(c: Json, n: number): Layout | NotModelled {
   // vLLM's transformers_utils/configs/gemma4.py gemma4_layer_config resolves the flat attributes read here; a config
   // that carries the per-layer form itself (per_layer_config, transformers >= 5.15) is not read by this planner
-  if (c.per_layer_config !== undefined && c.per_layer_config !== null) return { notModelled: 'per_layer_config', why: 'a Gemma 4 config with per-layer sub-configs, which this planner does not read' };
+  if (c.per_layer_config !== undefined && c.per_layer_config !== null)
+    return {
+      notModelled: 'per_layer_config',
+      why: 'a Gemma 4 config with per-layer sub-configs, which this planner does not read',
+    };
   const shared = c.num_kv_shared_layers;
   if (shared !== undefined && shared !== null && shared !== 0)
     return {
@@ -211,16 +282,30 @@ function gemma4(c: Json, n: number): Layout | NotModelled {
       why: `${JSON.stringify(shared)}: the last layers share an earlier layer's KV cache (Gemma4Attention kv_sharing_target_layer_name), which this planner does not model`,
     };
   const lt = c.layer_types;
-  if (!Array.isArray(lt) || lt.length !== n || !lt.every((x) => typeof x === 'string')) return { notModelled: 'layer_types', why: `a Gemma 4 config needs layer_types (${n} entries)` };
+  if (!Array.isArray(lt) || lt.length !== n || !lt.every((x) => typeof x === 'string'))
+    return { notModelled: 'layer_types', why: `a Gemma 4 config needs layer_types (${n} entries)` };
   const window = int(c.sliding_window);
   const globalHead = int(c.global_head_dim) ?? need(c, 'head_dim');
-  const globalKv = c.attention_k_eq_v === true ? (int(c.num_global_key_value_heads) ?? need(c, 'num_key_value_heads')) : need(c, 'num_key_value_heads');
+  const globalKv =
+    c.attention_k_eq_v === true
+      ? (int(c.num_global_key_value_heads) ?? need(c, 'num_key_value_heads'))
+      : need(c, 'num_key_value_heads');
   const layers: LayerCache[][] = [];
   for (const [i, k] of (lt as string[]).entries()) {
-    if (k === 'full_attention') layers.push([{ kind: 'attention', kvHeads: globalKv, headSize: globalHead, headSizeV: globalHead }]);
-    else if (k === 'sliding_attention' && window) layers.push([attention({ ...c, head_dim: need(c, 'head_dim') }, { window })]);
-    else if (k === 'sliding_attention') return { notModelled: 'sliding_window', why: `layer_types[${i}] is sliding_attention but sliding_window is ${JSON.stringify(c.sliding_window)}` };
-    else return { notModelled: `layer_types[${i}]`, why: `${JSON.stringify(k)} is not a layer kind vLLM's Gemma 4 builds` };
+    if (k === 'full_attention')
+      layers.push([{ kind: 'attention', kvHeads: globalKv, headSize: globalHead, headSizeV: globalHead }]);
+    else if (k === 'sliding_attention' && window)
+      layers.push([attention({ ...c, head_dim: need(c, 'head_dim') }, { window })]);
+    else if (k === 'sliding_attention')
+      return {
+        notModelled: 'sliding_window',
+        why: `layer_types[${i}] is sliding_attention but sliding_window is ${JSON.stringify(c.sliding_window)}`,
+      };
+    else
+      return {
+        notModelled: `layer_types[${i}]`,
+        why: `${JSON.stringify(k)} is not a layer kind vLLM's Gemma 4 builds`,
+      };
   }
   return { layers, readFrom: 'layer_types, global_head_dim', family: 'gemma4' };
 }
@@ -232,7 +317,8 @@ function gemma4(c: Json, n: number): Layout | NotModelled {
  */
 function decilm(c: Json, n: number): Layout | NotModelled {
   const blocks = c.block_configs as unknown[];
-  if (blocks.length !== n) return { notModelled: 'block_configs', why: `${blocks.length} block configs for ${n} layers` };
+  if (blocks.length !== n)
+    return { notModelled: 'block_configs', why: `${blocks.length} block configs for ${n} layers` };
   const heads = need(c, 'num_attention_heads', 'n_head');
   const hidden = int(c.hidden_size);
   const headSize = int(c.head_dim) ?? (hidden ? Math.floor(hidden / heads) : need(c, 'head_dim'));
@@ -246,22 +332,40 @@ function decilm(c: Json, n: number): Layout | NotModelled {
       ['ffn', f],
     ] as const) {
       if (x.replace_with_linear === true)
-        return { notModelled: `block_configs[${i}].${part}.replace_with_linear`, why: "a linear layer in place of the block, which vLLM's DeciLM class does not build" };
-      if (x.sparsify !== undefined && x.sparsify !== null) return { notModelled: `block_configs[${i}].${part}.sparsify`, why: 'a sparsified block, which this planner does not model' };
+        return {
+          notModelled: `block_configs[${i}].${part}.replace_with_linear`,
+          why: "a linear layer in place of the block, which vLLM's DeciLM class does not build",
+        };
+      if (x.sparsify !== undefined && x.sparsify !== null)
+        return {
+          notModelled: `block_configs[${i}].${part}.sparsify`,
+          why: 'a sparsified block, which this planner does not model',
+        };
     }
-    if (a.window_length !== undefined && a.window_length !== null) return { notModelled: `block_configs[${i}].attention.window_length`, why: 'a windowed attention block, which vLLM does not read' };
+    if (a.window_length !== undefined && a.window_length !== null)
+      return {
+        notModelled: `block_configs[${i}].attention.window_length`,
+        why: 'a windowed attention block, which vLLM does not read',
+      };
     if (a.no_op === true) {
       layers.push([]);
       continue;
     }
     const g = int(a.n_heads_in_group);
-    if (!g || heads % g) return { notModelled: `block_configs[${i}].attention.n_heads_in_group`, why: `${JSON.stringify(a.n_heads_in_group)} does not divide the ${heads} attention heads` };
+    if (!g || heads % g)
+      return {
+        notModelled: `block_configs[${i}].attention.n_heads_in_group`,
+        why: `${JSON.stringify(a.n_heads_in_group)} does not divide the ${heads} attention heads`,
+      };
     layers.push([{ kind: 'attention', kvHeads: heads / g, headSize, headSizeV: headSize }]);
   }
   return { layers, readFrom: 'block_configs', family: 'decilm' };
 }
 
-/** Generic layer_types (Gemma 3, gpt-oss, Qwen2/3, Cohere2, ...): full_attention or sliding_attention with sliding_window. */
+/**
+ * Generic layer_types (Gemma 3, gpt-oss, Qwen2/3, Cohere2, ...): full_attention or sliding_attention with
+ * sliding_window.
+ */
 function layerTypes(c: Json, n: number): Layout | NotModelled {
   const lt = c.layer_types as string[];
   const window = int(c.sliding_window);
@@ -269,8 +373,16 @@ function layerTypes(c: Json, n: number): Layout | NotModelled {
   for (const [i, k] of lt.entries()) {
     if (k === 'full_attention') layers.push([attention(c)]);
     else if (k === 'sliding_attention' && window) layers.push([attention(c, { window })]);
-    else if (k === 'sliding_attention') return { notModelled: 'sliding_window', why: `layer_types[${i}] is sliding_attention but sliding_window is ${JSON.stringify(c.sliding_window)}` };
-    else return { notModelled: `layer_types[${i}]`, why: `${JSON.stringify(k)} is a layer kind this planner does not model` };
+    else if (k === 'sliding_attention')
+      return {
+        notModelled: 'sliding_window',
+        why: `layer_types[${i}] is sliding_attention but sliding_window is ${JSON.stringify(c.sliding_window)}`,
+      };
+    else
+      return {
+        notModelled: `layer_types[${i}]`,
+        why: `${JSON.stringify(k)} is a layer kind this planner does not model`,
+      };
   }
   return { layers, readFrom: 'layer_types' };
 }
@@ -327,7 +439,20 @@ const UNMODELLED_ARCHS = [
   'Lfm2ForCausalLM',
   'Lfm2MoeForCausalLM',
 ];
-const ENCODER_ONLY_TYPES = ['bert', 'roberta', 'xlm-roberta', 'distilbert', 'electra', 'deberta', 'deberta-v2', 'modernbert', 'nomic_bert', 'new', 'camembert', 'albert'];
+const ENCODER_ONLY_TYPES = [
+  'bert',
+  'roberta',
+  'xlm-roberta',
+  'distilbert',
+  'electra',
+  'deberta',
+  'deberta-v2',
+  'modernbert',
+  'nomic_bert',
+  'new',
+  'camembert',
+  'albert',
+];
 const UNMODELLED_FIELDS = [
   'num_kv_shared_layers',
   'attn_layer_period',
@@ -356,22 +481,37 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
     const type = str(c.model_type) ?? '';
     const arch = Array.isArray(c.architectures) ? str(c.architectures[0]) : undefined;
     if (arch && UNMODELLED_ARCHS.includes(arch) && !UNMODELLED_TYPES.includes(type))
-      return { notModelled: 'architectures', why: `${arch}: its cache layout (vLLM's own spec for it, models/registry.py) is not modelled here` };
+      return {
+        notModelled: 'architectures',
+        why: `${arch}: its cache layout (vLLM's own spec for it, models/registry.py) is not modelled here`,
+      };
     if (UNMODELLED_TYPES.includes(type)) {
-      const field = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
+      const field =
+        UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
       return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };
     }
     // Encoder-only models (BERT and its kin) run as pooling models: bidirectional attention keeps no KV cache
     // (EncoderOnlyAttentionSpec.max_memory_usage_bytes is 0; Attention.get_kv_cache_spec returns None for ENCODER_ONLY)
     if (ENCODER_ONLY_TYPES.includes(type))
-      return { notModelled: 'model_type', why: `${type || 'this model'} is encoder-only: vLLM serves it as a pooling model with no KV cache, so there is no KV or concurrency figure to give` };
+      return {
+        notModelled: 'model_type',
+        why: `${type || 'this model'} is encoder-only: vLLM serves it as a pooling model with no KV cache, so there is no KV or concurrency figure to give`,
+      };
     if (c.is_encoder_decoder === true)
-      return { notModelled: 'is_encoder_decoder', why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model' };
+      return {
+        notModelled: 'is_encoder_decoder',
+        why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model',
+      };
     if (type.startsWith('nemotron_h') || c.hybrid_override_pattern !== undefined) return nemotronH(c, n);
     if (Array.isArray(c.block_configs)) return decilm(c, n);
-    if (c.block_configs !== undefined && c.block_configs !== null) return { notModelled: 'block_configs', why: 'block_configs is not a list of per-layer blocks' };
+    if (c.block_configs !== undefined && c.block_configs !== null)
+      return { notModelled: 'block_configs', why: 'block_configs is not a list of per-layer blocks' };
     if (Array.isArray(c.hybrid_layer_pattern)) {
-      if ((c.hybrid_layer_pattern as unknown[]).length !== n) return { notModelled: 'hybrid_layer_pattern', why: `${(c.hybrid_layer_pattern as unknown[]).length} entries for ${n} layers` };
+      if ((c.hybrid_layer_pattern as unknown[]).length !== n)
+        return {
+          notModelled: 'hybrid_layer_pattern',
+          why: `${(c.hybrid_layer_pattern as unknown[]).length} entries for ${n} layers`,
+        };
       return mimoV2(c);
     }
     if (c.kv_lora_rank !== undefined && c.kv_lora_rank !== null) return mla(c, n);
@@ -379,14 +519,23 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
     if (family) return gatedDeltaNet(c, n, family);
     if (type === 'gemma4_text' || type === 'gemma4') return gemma4(c, n);
     if (c.attention_chunk_size !== undefined && c.attention_chunk_size !== null) {
-      if (!int(c.attention_chunk_size)) return { notModelled: 'attention_chunk_size', why: `${JSON.stringify(c.attention_chunk_size)} is not a chunk size` };
+      if (!int(c.attention_chunk_size))
+        return {
+          notModelled: 'attention_chunk_size',
+          why: `${JSON.stringify(c.attention_chunk_size)} is not a chunk size`,
+        };
       return llama4(c, n);
     }
     const odd = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false);
-    if (odd) return { notModelled: odd, why: `${type || 'this model'} has ${odd}, a layer layout this planner does not model` };
+    if (odd)
+      return {
+        notModelled: odd,
+        why: `${type || 'this model'} has ${odd}, a layer layout this planner does not model`,
+      };
     const lt = c.layer_types;
     if (Array.isArray(lt)) {
-      if (lt.length !== n || !lt.every((x) => typeof x === 'string')) return { notModelled: 'layer_types', why: `${lt.length} entries for ${n} layers` };
+      if (lt.length !== n || !lt.every((x) => typeof x === 'string'))
+        return { notModelled: 'layer_types', why: `${lt.length} entries for ${n} layers` };
       if (lt.some((x) => /linear|mamba|deltanet|conv|recurrent/.test(x as string)))
         return {
           notModelled: 'layer_types',
@@ -396,8 +545,15 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
     }
     // Mistral-style: one window for every layer (use_sliding_window false switches it off, as in Qwen2/3)
     const window = int(c.sliding_window);
-    if (window && c.use_sliding_window !== false) return { layers: Array.from({ length: n }, () => [attention(c, { window })]), readFrom: 'sliding_window' };
-    if (c.sliding_window !== undefined && c.sliding_window !== null && !window && c.use_sliding_window !== false && nonneg(c.sliding_window) !== 0)
+    if (window && c.use_sliding_window !== false)
+      return { layers: Array.from({ length: n }, () => [attention(c, { window })]), readFrom: 'sliding_window' };
+    if (
+      c.sliding_window !== undefined &&
+      c.sliding_window !== null &&
+      !window &&
+      c.use_sliding_window !== false &&
+      nonneg(c.sliding_window) !== 0
+    )
       return { notModelled: 'sliding_window', why: `${JSON.stringify(c.sliding_window)} is not a window in tokens` };
     return { layers: Array.from({ length: n }, () => [attention(c)]), readFrom: 'num_hidden_layers' };
   } catch (e) {

@@ -70,7 +70,12 @@ function differs(field: FactField, a: number, b: number): boolean {
   return tol ? Math.abs(a - b) > tol * Math.max(a, b) : a !== b;
 }
 
-const show = (field: FactField, v: number) => (field === 'parameters' ? v.toExponential(2) : field === 'weightBytesPerParam' ? String(Math.round(v * 100) / 100) : String(v));
+const show = (field: FactField, v: number) =>
+  field === 'parameters'
+    ? v.toExponential(2)
+    : field === 'weightBytesPerParam'
+      ? String(Math.round(v * 100) / 100)
+      : String(v);
 
 /** What the file says for a profile field (undefined when the file does not say it). */
 function fileValue(f: ModelFacts, field: FactField): number | undefined {
@@ -82,13 +87,21 @@ function fileValue(f: ModelFacts, field: FactField): number | undefined {
  * config facts + profile overrides -> the facts a plan uses, their sources, and the problems:
  * a warning per fact that differs, an error when neither the host nor the profile has the facts.
  */
-export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | undefined, where: { id?: string; path?: string; name: string }): { model?: ResolvedModel; problems: FactProblem[] } {
+export function resolveModelFacts(
+  profileFacts: ProfileFacts,
+  read: ModelRead | undefined,
+  where: { id?: string; path?: string; name: string },
+): { model?: ResolvedModel; problems: FactProblem[] } {
   const problems: FactProblem[] = [];
   const fromFile = read?.facts;
   const sources = {} as Record<FactField, FactSource>;
   if (!fromFile) {
     const facts = factsFromProfile(profileFacts);
-    const why = read?.error ?? (read?.searched.length ? `no config.json on this host (looked at ${read.searched.join(', ')})` : 'the model files were not read');
+    const why =
+      read?.error ??
+      (read?.searched.length
+        ? `no config.json on this host (looked at ${read.searched.join(', ')})`
+        : 'the model files were not read');
     if (!facts) {
       const missing = REQUIRED.filter((k) => profileFacts[k] === undefined).map((k) => `model.${k}`);
       problems.push({
@@ -129,14 +142,21 @@ export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | 
  * The fix for facts nobody gave. A local folder (model.path) is never downloaded: the fix names the
  * folder and what it lacks (its config.json); only a hub id is something to pull.
  */
-function unknownFactsFix(where: { id?: string; path?: string; name: string }, read: ModelRead | undefined, missing: string[]): string {
+function unknownFactsFix(
+  where: { id?: string; path?: string; name: string },
+  read: ModelRead | undefined,
+  missing: string[],
+): string {
   const write = `or write ${missing.join(', ')} into the profile`;
   if (where.path) {
     const file = read?.file ?? `${where.path.replace(/\/+$/, '')}/config.json`;
-    const pull = where.id ? `; sparkctl pull ${where.id} --config-only puts one in the cache, then point model.path at that snapshot or remove model.path` : '';
+    const pull = where.id
+      ? `; sparkctl pull ${where.id} --config-only puts one in the cache, then point model.path at that snapshot or remove model.path`
+      : '';
     return `model.path is ${where.path}: it needs the model's config.json (${file}${read?.error ? ', readable and a regular file' : ''})${pull}; put it there, point model.path at the folder that has it, ${write}`;
   }
-  if (where.id) return `download it first (sparkctl pull ${where.id} --config-only is enough to plan), set model.path to the folder with its config.json, ${write}`;
+  if (where.id)
+    return `download it first (sparkctl pull ${where.id} --config-only is enough to plan), set model.path to the folder with its config.json, ${write}`;
   return `set model.id (a Hugging Face id) or model.path (the folder with its config.json), ${write}`;
 }
 
@@ -157,5 +177,6 @@ function applyOverride(f: ModelFacts, k: FactField, v: number): void {
   }
   if (k === 'parameters') f.weightBytes = undefined;
   (f as unknown as Record<string, number>)[k] = v;
-  if (k === 'kvHeads' || k === 'attentionHeads') f.attention = f.mla ? 'mla' : f.kvHeads === f.attentionHeads ? 'mha' : 'gqa';
+  if (k === 'kvHeads' || k === 'attentionHeads')
+    f.attention = f.mla ? 'mla' : f.kvHeads === f.attentionHeads ? 'mha' : 'gqa';
 }

@@ -5,10 +5,22 @@
 import type { Layout, LayerCache } from './layout.js';
 
 type Json = Record<string, unknown>;
-const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined);
+const posInt = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined;
 
 /** What a module is: a scheme quantizes linears (and experts); the rest stay in the model dtype (see quant.ts). */
-export type ModuleRole = 'embed' | 'lm_head' | 'attn' | 'mlp' | 'expert' | 'shared' | 'router' | 'mixer' | 'conv' | 'vision' | 'mtp';
+export type ModuleRole =
+  | 'embed'
+  | 'lm_head'
+  | 'attn'
+  | 'mlp'
+  | 'expert'
+  | 'shared'
+  | 'router'
+  | 'mixer'
+  | 'conv'
+  | 'vision'
+  | 'mtp';
 
 export interface WeightModule {
   /** the checkpoint's name of it (HF naming; quant.ts also tries the other prefixes vLLM maps) */
@@ -59,10 +71,13 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
   // NemotronH (nemotron_h.py NemotronHMoE): moe_shared_expert_intermediate_size x n_shared_experts
   const shared = nemotron
     ? (posInt(c.moe_shared_expert_intermediate_size) ?? moeInter) * (posInt(c.n_shared_experts) ?? 0)
-    : (posInt(c.shared_expert_intermediate_size) ?? posInt(c.moe_shared_expert_intermediate_size) ?? (posInt(c.n_shared_experts) ?? 0) * moeInter);
+    : (posInt(c.shared_expert_intermediate_size) ??
+      posInt(c.moe_shared_expert_intermediate_size) ??
+      (posInt(c.n_shared_experts) ?? 0) * moeInter);
   const firstDense = posInt(c.first_k_dense_replace) ?? 0;
   const pattern = typeof c.hybrid_override_pattern === 'string' ? c.hybrid_override_pattern : undefined;
-  // NemotronH latent MoE (nemotron_h.py NemotronHMoE): experts run in moe_latent_size, behind fc1/fc2 latent projections
+  // NemotronH latent MoE (nemotron_h.py NemotronHMoE): experts run in moe_latent_size, behind fc1/fc2 latent
+  // projections
   const latent = nemotron ? posInt(c.moe_latent_size) : undefined;
   for (let i = 0; i < f.layers; i++) {
     const L = `${root}.layers.${i}`;
@@ -72,18 +87,43 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
     if (mixer) mixerModules(mixer, L, h, i, add);
     else if (attn || !caches) attentionModules(c, f, h, `${L}.${nemotron ? 'mixer' : 'self_attn'}`, i, attn, add);
     const mlp = `${L}.${nemotron ? 'mixer' : 'mlp'}`;
-    const dense = (width: number, names = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj']) => {
-      for (const n of names) add(`${mlp}.${n}`, 'mlp', n === 'down_proj' ? width : h, n === 'down_proj' ? h : width, 1, i);
+    const dense = (
+      width: number,
+      names = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj'],
+    ) => {
+      for (const n of names)
+        add(`${mlp}.${n}`, 'mlp', n === 'down_proj' ? width : h, n === 'down_proj' ? h : width, 1, i);
     };
-    const moe = (width: number, sharedWidth: number, mats = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj']) => {
+    const moe = (
+      width: number,
+      sharedWidth: number,
+      mats = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj'],
+    ) => {
       const eh = latent ?? h;
       if (latent) {
         add(`${mlp}.fc1_latent_proj`, 'mlp', h, latent, 1, i);
         add(`${mlp}.fc2_latent_proj`, 'mlp', latent, h, 1, i);
       }
-      for (const n of mats) add(`${mlp}.experts.0.${n}`, 'expert', n === 'down_proj' ? width : eh, n === 'down_proj' ? eh : width, experts, i);
+      for (const n of mats)
+        add(
+          `${mlp}.experts.0.${n}`,
+          'expert',
+          n === 'down_proj' ? width : eh,
+          n === 'down_proj' ? eh : width,
+          experts,
+          i,
+        );
       add(`${mlp}.gate`, 'router', h, experts, 1, i);
-      if (sharedWidth) for (const n of mats) add(`${mlp}.shared_expert.${n}`, 'shared', n === 'down_proj' ? sharedWidth : h, n === 'down_proj' ? h : sharedWidth, 1, i);
+      if (sharedWidth)
+        for (const n of mats)
+          add(
+            `${mlp}.shared_expert.${n}`,
+            'shared',
+            n === 'down_proj' ? sharedWidth : h,
+            n === 'down_proj' ? h : sharedWidth,
+            1,
+            i,
+          );
     };
     if (f.layout?.family === 'decilm') {
       // nemotron_nas.py: no FFN where ffn.no_op; else intermediate_size, or _ffn_mult_to_intermediate_size(ffn_mult, h)
@@ -109,7 +149,8 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
       else dense(posInt(c.intermediate_size_mlp) ?? inter);
       continue;
     }
-    // moe_layer_freq as a list (MiMo-V2, mimo_v2.py: layer i is MoE when moe_layer_freq[i] is 1); else every layer past first_k_dense_replace
+    // moe_layer_freq as a list (MiMo-V2, mimo_v2.py: layer i is MoE when moe_layer_freq[i] is 1); else every layer past
+    // first_k_dense_replace
     const freq = Array.isArray(c.moe_layer_freq) && c.moe_layer_freq.length === f.layers ? c.moe_layer_freq : undefined;
     const moeLayer = f.experts !== undefined && (freq ? freq[i] === 1 || freq[i] === true : i >= firstDense);
     if (moeLayer) moe(moeInter, shared);
@@ -118,8 +159,17 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
   return out;
 }
 
-/** A Mamba2 mixer's (in_proj, conv1d, out_proj) or a Gated DeltaNet's (linear_attn: in_proj_qkvz, in_proj_ba, conv1d, out_proj) modules of layer `i`. */
-function mixerModules(mixer: Extract<LayerCache, { kind: 'mamba2' | 'gdn' }>, L: string, h: number, i: number, add: Add) {
+/**
+ * A Mamba2 mixer's (in_proj, conv1d, out_proj) or a Gated DeltaNet's (linear_attn: in_proj_qkvz, in_proj_ba, conv1d,
+ * out_proj) modules of layer `i`.
+ */
+function mixerModules(
+  mixer: Extract<LayerCache, { kind: 'mamba2' | 'gdn' }>,
+  L: string,
+  h: number,
+  i: number,
+  add: Add,
+) {
   if (mixer.kind === 'mamba2') {
     const inner = mixer.heads * mixer.headDim;
     const gs = 2 * mixer.groups * mixer.stateSize;
@@ -144,10 +194,19 @@ function ffnMultToIntermediate(mult: number, h: number): number {
 
 type Add = (name: string, role: ModuleRole, inF: number, outF: number, count?: number, layer?: number) => void;
 
-function attentionModules(c: Json, f: ModuleShape, h: number, A: string, i: number, x: LayerCache | undefined, add: Add): void {
+function attentionModules(
+  c: Json,
+  f: ModuleShape,
+  h: number,
+  A: string,
+  i: number,
+  x: LayerCache | undefined,
+  add: Add,
+): void {
   if (f.mla) {
-    // deepseek_v2.py DeepseekV2MLAAttention: q_a (h x q_lora) + q_b (q_lora x heads x (nope + rope)), or q_proj (h x heads x
-    // (nope + rope)) without q_lora_rank; kv_a (h x (kv_lora + rope)); kv_b (kv_lora x heads x (nope + v)); o (heads x v x h)
+    // deepseek_v2.py DeepseekV2MLAAttention: q_a (h x q_lora) + q_b (q_lora x heads x (nope + rope)), or q_proj (h x
+    // heads x (nope + rope)) without q_lora_rank; kv_a (h x (kv_lora + rope)); kv_b (kv_lora x heads x (nope + v)); o
+    // (heads x v x h)
     const nope = posInt(c.qk_nope_head_dim) ?? f.headDim;
     const v = posInt(c.v_head_dim) ?? f.headDim;
     const qLora = posInt(c.q_lora_rank);
@@ -159,7 +218,8 @@ function attentionModules(c: Json, f: ModuleShape, h: number, A: string, i: numb
     add(`${A}.kv_a_proj_with_mqa`, 'attn', h, f.mla.kvLoraRank + f.mla.qkRopeHeadDim, 1, i);
     add(`${A}.kv_b_proj`, 'attn', f.mla.kvLoraRank, f.heads * (nope + v), 1, i);
     add(`${A}.o_proj`, 'attn', f.heads * v, h, 1, i);
-    // DeepSeek-V3.2's indexer (deepseek_v2.py Indexer): wq_b (q_lora x index heads x index_head_dim), wk (h x index_head_dim), weights_proj (h x index heads)
+    // DeepSeek-V3.2's indexer (deepseek_v2.py Indexer): wq_b (q_lora x index heads x index_head_dim), wk (h x
+    // index_head_dim), weights_proj (h x index heads)
     const ih = posInt(c.index_n_heads);
     const id = posInt(c.index_head_dim);
     if (c.index_topk !== undefined && ih && id) {
@@ -179,15 +239,19 @@ function attentionModules(c: Json, f: ModuleShape, h: number, A: string, i: numb
 }
 
 /**
- * The MTP / next-n layers a checkpoint carries (DeepSeek-V3 num_nextn_predict_layers, Qwen3.5/Qwen3-Next mtp_num_hidden_layers,
- * GLM-4.5 num_nextn_predict_layers): vLLM's main model does not load them (deepseek_v2.py load_weights skips
- * get_spec_layer_idx_from_weight_name), only a speculative MTP proposer does. One decoder layer each, plus its eh_proj (2h x h).
+ * The MTP / next-n layers a checkpoint carries (DeepSeek-V3 num_nextn_predict_layers, Qwen3.5/Qwen3-Next
+ * mtp_num_hidden_layers, GLM-4.5 num_nextn_predict_layers): vLLM's main model does not load them (deepseek_v2.py
+ * load_weights skips get_spec_layer_idx_from_weight_name), only a speculative MTP proposer does. One decoder layer
+ * each, plus its eh_proj (2h x h).
  */
 export function mtpLayers(c: Json): number {
   return posInt(c.num_nextn_predict_layers) ?? posInt(c.mtp_num_hidden_layers) ?? posInt(c.num_mtp_layers) ?? 0;
 }
 
-/** Whether a checkpoint tensor name belongs to an MTP layer: mtp.* (Qwen3.5, Qwen3-Next) or model.layers.N with N >= num_hidden_layers (DeepSeek, GLM). */
+/**
+ * Whether a checkpoint tensor name belongs to an MTP layer: mtp.* (Qwen3.5, Qwen3-Next) or model.layers.N with N >=
+ * num_hidden_layers (DeepSeek, GLM).
+ */
 export function isMtpTensor(name: string, layers: number): boolean {
   if (/(^|\.)mtp\./.test(name)) return true;
   const m = /(?:^|\.)layers\.(\d+)\./.exec(name);
@@ -195,11 +259,11 @@ export function isMtpTensor(name: string, layers: number): boolean {
 }
 
 /**
- * The vision tower of a multimodal checkpoint, from its vision_config: transformer blocks (q, k, v, o of hidden x hidden;
- * an MLP of up + down, gated with a third matrix where the activation is silu), the patch embedding, learned position
- * embeddings and, where the config names them (Qwen-VL: spatial_merge_size, out_hidden_size), the patch merger. An
- * estimate: each family adds its own small parts (norms, extra mergers), and the plan says so. Undefined when the config
- * has no vision_config or not enough of it.
+ * The vision tower of a multimodal checkpoint, from its vision_config: transformer blocks (q, k, v, o of hidden x
+ * hidden; an MLP of up + down, gated with a third matrix where the activation is silu), the patch embedding, learned
+ * position embeddings and, where the config names them (Qwen-VL: spatial_merge_size, out_hidden_size), the patch
+ * merger. An estimate: each family adds its own small parts (norms, extra mergers), and the plan says so. Undefined
+ * when the config has no vision_config or not enough of it.
  */
 export function visionModules(raw: Json): WeightModule[] | undefined {
   const v = raw.vision_config;
@@ -211,13 +275,18 @@ export function visionModules(raw: Json): WeightModule[] | undefined {
   if (!depth || !h || !inter) return undefined;
   const mats = typeof c.hidden_act === 'string' && /silu|swiglu/.test(c.hidden_act) ? 3 : 2;
   const out: WeightModule[] = [];
-  const add = (name: string, inF: number, outF: number, count = 1) => out.push({ name, role: 'vision', in: inF, out: outF, count });
+  const add = (name: string, inF: number, outF: number, count = 1) =>
+    out.push({ name, role: 'vision', in: inF, out: outF, count });
   add('visual.blocks.0.attn.qkv', h, 3 * h, depth);
   add('visual.blocks.0.attn.proj', h, h, depth);
   add('visual.blocks.0.mlp.fc', h, inter * (mats - 1), depth);
   add('visual.blocks.0.mlp.down', inter, h, depth);
   const patch = posInt(c.patch_size) ?? 14;
-  add('visual.patch_embed', (posInt(c.in_channels) ?? posInt(c.num_channels) ?? 3) * (posInt(c.temporal_patch_size) ?? 1) * patch * patch, h);
+  add(
+    'visual.patch_embed',
+    (posInt(c.in_channels) ?? posInt(c.num_channels) ?? 3) * (posInt(c.temporal_patch_size) ?? 1) * patch * patch,
+    h,
+  );
   const img = posInt(c.image_size);
   const positions = posInt(c.num_position_embeddings) ?? (img ? (img / patch) ** 2 : 0);
   if (positions) add('visual.pos_embed', positions, h);

@@ -93,13 +93,25 @@ export async function planFiles(c: RepoCache, sel: Selection): Promise<PlannedFi
   const out: PlannedFile[] = [];
   for (const f of sel.files) {
     const bad = checkRepoPath(f.path);
-    if (bad) throw new HubError('protocol', `the Hub lists a file named ${JSON.stringify(f.path).slice(0, 200)}: ${bad}; refused`);
+    if (bad)
+      throw new HubError(
+        'protocol',
+        `the Hub lists a file named ${JSON.stringify(f.path).slice(0, 200)}: ${bad}; refused`,
+      );
     const blob = blobName(f);
-    if (!blob) throw new HubError('protocol', `${f.path}: the Hub's listing gives no valid ${f.lfs ? 'SHA-256' : 'git SHA-1'} for it`);
+    if (!blob)
+      throw new HubError(
+        'protocol',
+        `${f.path}: the Hub's listing gives no valid ${f.lfs ? 'SHA-256' : 'git SHA-1'} for it`,
+      );
     const size = fileSize(f);
     let st = await blobState(c, blob, size);
-    if (st === 'wrong') throw new CacheRefused(`${join(c.blobs, blob)} is there but is not a regular file of ${size} bytes; remove it and pull again`);
-    // the right size is not the right bytes: a blob that does not hash to its name is fetched again (and replaced by rename)
+    if (st === 'wrong')
+      throw new CacheRefused(
+        `${join(c.blobs, blob)} is there but is not a regular file of ${size} bytes; remove it and pull again`,
+      );
+    // the right size is not the right bytes: a blob that does not hash to its name is fetched again (and replaced by
+    // rename)
     if (st === 'present' && !(await blobMatches(c, blob, size, Boolean(f.lfs)))) st = 'absent';
     let have = st === 'present' ? size : 0;
     if (!have) {
@@ -118,15 +130,37 @@ const needBytes = (files: PlannedFile[]) => {
   return [...seen.values()].reduce((a, b) => a + b, 0);
 };
 
-/** The commit's listing (checked: a file listed twice is a bad mirror) and the files vLLM loads from it; throws before anything is written. */
-async function listAndSelect(hub: Hub, repo: string, commit: string, configOnly: boolean | undefined, signal?: AbortSignal): Promise<{ tree: TreeFile[]; sel: Selection }> {
+/**
+ * The commit's listing (checked: a file listed twice is a bad mirror) and the files vLLM loads from it; throws before
+ * anything is written.
+ */
+async function listAndSelect(
+  hub: Hub,
+  repo: string,
+  commit: string,
+  configOnly: boolean | undefined,
+  signal?: AbortSignal,
+): Promise<{ tree: TreeFile[]; sel: Selection }> {
   const tree = await listTree(hub, repo, commit, signal);
   const bad = checkListing(tree);
-  if (bad) throw new HubError('protocol', `${repo}@${commit}: the tree listing is inconsistent: ${bad}; nothing was written`, 'check the mirror (HF_ENDPOINT); the Hub never lists a file twice');
+  if (bad)
+    throw new HubError(
+      'protocol',
+      `${repo}@${commit}: the tree listing is inconsistent: ${bad}; nothing was written`,
+      'check the mirror (HF_ENDPOINT); the Hub never lists a file twice',
+    );
   const sel = await selectWithIndex(hub, repo, commit, tree, configOnly, signal);
   if (sel.missing.length)
-    throw new HubError('protocol', `${repo}@${commit}: ${SAFETENSORS_INDEX} names ${sel.missing.length} file(s) the repository does not hold (${sel.missing.slice(0, 3).join(', ')})`);
-  if (!sel.files.length) throw new HubError('not-found', `${repo}@${commit}: no files vLLM loads (config, tokenizer, weights)`, 'check the model id');
+    throw new HubError(
+      'protocol',
+      `${repo}@${commit}: ${SAFETENSORS_INDEX} names ${sel.missing.length} file(s) the repository does not hold (${sel.missing.slice(0, 3).join(', ')})`,
+    );
+  if (!sel.files.length)
+    throw new HubError(
+      'not-found',
+      `${repo}@${commit}: no files vLLM loads (config, tokenizer, weights)`,
+      'check the model id',
+    );
   return { tree, sel };
 }
 
@@ -160,7 +194,10 @@ export async function pull(req: PullRequest): Promise<PullResult> {
       if (!p) {
         p = (async () => {
           if (f.present) return 'present';
-          const d = await downloadFile(hub, c, repo, commit, tf, f.blob, { signal, onBytes: (delta) => emit({ type: 'bytes', path: f.path, delta }) });
+          const d = await downloadFile(hub, c, repo, commit, tf, f.blob, {
+            signal,
+            onBytes: (delta) => emit({ type: 'bytes', path: f.path, delta }),
+          });
           fetched += d.fetched;
           await commitBlob(c, f.blob);
           return d.resumedFrom > 0 ? 'resumed' : 'downloaded';
@@ -171,7 +208,9 @@ export async function pull(req: PullRequest): Promise<PullResult> {
     };
     const treeByPath = new Map(sel.files.map((f) => [f.path, f]));
     // Small files first (a config-only reader is served soonest), then the shards largest first.
-    const order = [...files].sort((a, b) => (a.size < 1 << 20 === b.size < 1 << 20 ? b.size - a.size : a.size < 1 << 20 ? -1 : 1));
+    const order = [...files].sort((a, b) =>
+      a.size < 1 << 20 === b.size < 1 << 20 ? b.size - a.size : a.size < 1 << 20 ? -1 : 1,
+    );
     await pool(
       order,
       Math.max(1, req.jobs ?? 8),
@@ -206,7 +245,14 @@ export async function pull(req: PullRequest): Promise<PullResult> {
   }
 }
 
-async function selectWithIndex(hub: Hub, repo: string, commit: string, tree: TreeFile[], configOnly: boolean | undefined, signal?: AbortSignal): Promise<Selection> {
+async function selectWithIndex(
+  hub: Hub,
+  repo: string,
+  commit: string,
+  tree: TreeFile[],
+  configOnly: boolean | undefined,
+  signal?: AbortSignal,
+): Promise<Selection> {
   const idx = tree.find((f) => f.path === SAFETENSORS_INDEX);
   if (!idx || configOnly) return selectFiles(tree, { configOnly });
   const bytes = await fetchSmall(hub, repo, commit, idx, 64 * 1024 * 1024, signal);
@@ -227,7 +273,9 @@ async function selectWithIndex(hub: Hub, repo: string, commit: string, tree: Tre
 async function writeTreeCache(c: RepoCache, commit: string, tree: TreeFile[]): Promise<void> {
   const files: Record<string, unknown> = {};
   for (const f of [...tree].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
-    files[f.path] = f.lfs ? { size: f.size, blob_id: f.oid, lfs_sha256: f.lfs.oid, lfs_size: f.lfs.size } : { size: f.size, blob_id: f.oid };
+    files[f.path] = f.lfs
+      ? { size: f.size, blob_id: f.oid, lfs_sha256: f.lfs.oid, lfs_size: f.lfs.size }
+      : { size: f.size, blob_id: f.oid };
   }
   await ensureDirUnder(c.root, join(c.dir, 'trees'));
   writeFileAtomic(join(c.dir, 'trees', `${commit}.json`), JSON.stringify({ format_version: 1, files }, null, 1));
@@ -252,7 +300,8 @@ async function pool<T>(items: T[], n: number, work: (t: T) => Promise<void>, sig
   if (failed !== undefined) throw failed;
 }
 
-const CACHEDIR_TAG = 'Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag (https://bford.info/cachedir/), as huggingface_hub writes it.\n';
+const CACHEDIR_TAG =
+  'Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag (https://bford.info/cachedir/), as huggingface_hub writes it.\n';
 
 /** CACHEDIR.TAG at the cache root, as huggingface_hub writes it, when absent (backup tools skip the folder). */
 function tagCache(root: string): void {
@@ -276,7 +325,15 @@ export async function lockRepo(c: RepoCache, repo: string): Promise<() => void> 
   return lockFile(
     file,
     0,
-    (pid) => new PullRefused(`another sparkctl pull of this repository is running (pid ${pid}, lock ${file})`, 'wait for it to finish, or stop it; an interrupted pull resumes'),
-    { what: 'model cache', fix: 'make the model cache writable (HF_HUB_CACHE, HF_HOME)', notALock: (p) => new CacheRefused(`${p} is not a sparkctl lock; remove it`) },
+    (pid) =>
+      new PullRefused(
+        `another sparkctl pull of this repository is running (pid ${pid}, lock ${file})`,
+        'wait for it to finish, or stop it; an interrupted pull resumes',
+      ),
+    {
+      what: 'model cache',
+      fix: 'make the model cache writable (HF_HUB_CACHE, HF_HOME)',
+      notALock: (p) => new CacheRefused(`${p} is not a sparkctl lock; remove it`),
+    },
   );
 }

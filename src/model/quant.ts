@@ -6,7 +6,8 @@ import { moduleParams, type WeightModule } from './modules.js';
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined);
+const posInt = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined;
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
@@ -31,44 +32,69 @@ const ceil = Math.ceil;
 
 // ---- the weight formats, each as vLLM's create_weights lays it out ----
 
-/** FP8 weight (1 B) + fp32 scales: per tensor (a scalar + the static input scale), per channel [out, 1], or per block [ceil(out/bn), ceil(in/bk)] (fp8_utils.py create_fp8_scale_parameter). */
-function fp8(strategy: 'tensor' | 'channel' | 'block', block: [number, number] = [128, 128], inputScale = true): Pricer {
+/**
+ * FP8 weight (1 B) + fp32 scales: per tensor (a scalar + the static input scale), per channel [out, 1], or per block
+ * [ceil(out/bn), ceil(in/bk)] (fp8_utils.py create_fp8_scale_parameter).
+ */
+function fp8(
+  strategy: 'tensor' | 'channel' | 'block',
+  block: [number, number] = [128, 128],
+  inputScale = true,
+): Pricer {
   if (strategy === 'channel') return (i, o) => i * o + o * 4 + (inputScale ? 4 : 0);
   if (strategy === 'block') return (i, o) => i * o + ceil(o / block[0]) * ceil(i / block[1]) * 4;
   return (i, o) => i * o + 4 + (inputScale ? 4 : 0);
 }
 
-/** NVFP4 (modelopt.py ModelOptNvFp4LinearMethod, compressed_tensors_w4a4_nvfp4.py): uint8 [out, in/2] + fp8 scale per 16 [out, in/16] + fp32 global scale (+ input scale). */
+/**
+ * NVFP4 (modelopt.py ModelOptNvFp4LinearMethod, compressed_tensors_w4a4_nvfp4.py): uint8 [out, in/2] + fp8 scale per 16
+ * [out, in/16] + fp32 global scale (+ input scale).
+ */
 const nvfp4 =
   (group = 16, inputScale = true): Pricer =>
   (i, o) =>
     o * ceil(i / 2) + o * ceil(i / group) + 4 + (inputScale ? 4 : 0);
 
-/** MXFP4 / MXFP8: 4- or 8-bit values with one uint8 E8M0 scale per 32 (mxfp4.py Mxfp4MoEMethod, compressed_tensors_w4a4_mxfp4.py). */
+/**
+ * MXFP4 / MXFP8: 4- or 8-bit values with one uint8 E8M0 scale per 32 (mxfp4.py Mxfp4MoEMethod,
+ * compressed_tensors_w4a4_mxfp4.py).
+ */
 const mx =
   (bits: 4 | 8): Pricer =>
   (i, o) =>
     o * ceil((i * bits) / 8) + o * ceil(i / 32);
 
 /**
- * compressed-tensors wNa16 (compressed_tensors_wNa16.py create_weights): weight_packed int32 [out, ceil(in x bits / 32)],
- * weight_scale [out, in / group] in the model dtype, weight_zero_point int32 [ceil(out x bits / 32), in / group] when
- * asymmetric, weight_shape int64 [2], weight_g_idx int32 [in] with actorder "group".
+ * compressed-tensors wNa16 (compressed_tensors_wNa16.py create_weights): weight_packed int32 [out, ceil(in x bits /
+ * 32)], weight_scale [out, in / group] in the model dtype, weight_zero_point int32 [ceil(out x bits / 32), in / group]
+ * when asymmetric, weight_shape int64 [2], weight_g_idx int32 [in] with actorder "group".
  */
 const wNa16 =
   (bits: number, group: number | undefined, symmetric: boolean, gIdx: boolean, scaleBytes: number): Pricer =>
   (i, o) => {
     const groups = group ? ceil(i / group) : 1;
-    return o * ceil((i * bits) / 32) * 4 + o * groups * scaleBytes + (symmetric ? 0 : ceil((o * bits) / 32) * 4 * groups) + 16 + (gIdx ? i * 4 : 0);
+    return (
+      o * ceil((i * bits) / 32) * 4 +
+      o * groups * scaleBytes +
+      (symmetric ? 0 : ceil((o * bits) / 32) * 4 * groups) +
+      16 +
+      (gIdx ? i * 4 : 0)
+    );
   };
 
-/** int8 weight (compressed_tensors_w8a8_int8.py): per channel fp32 [out, 1] or per tensor, + the static input scale and zero point. */
+/**
+ * int8 weight (compressed_tensors_w8a8_int8.py): per channel fp32 [out, 1] or per tensor, + the static input scale and
+ * zero point.
+ */
 const int8 =
   (channel: boolean, staticInput: boolean, symmetric: boolean): Pricer =>
   (i, o) =>
     i * o + (channel ? o * 4 : 4) + (staticInput ? 4 + (symmetric ? 0 : 1) : 0) + (symmetric ? 0 : channel ? o * 4 : 4);
 
-/** GPTQ (gptq.py GPTQLinearMethod): qweight int32 [in x bits / 32, out], qzeros int32 [in / g, out x bits / 32], scales fp16 [in / g, out], g_idx int32 [in]. */
+/**
+ * GPTQ (gptq.py GPTQLinearMethod): qweight int32 [in x bits / 32, out], qzeros int32 [in / g, out x bits / 32], scales
+ * fp16 [in / g, out], g_idx int32 [in].
+ */
 const gptq =
   (bits: number, group: number | undefined): Pricer =>
   (i, o) => {
@@ -76,7 +102,10 @@ const gptq =
     return ceil((i * bits) / 32) * o * 4 + groups * ceil((o * bits) / 32) * 4 + groups * o * 2 + i * 4;
   };
 
-/** AWQ (awq.py AWQLinearMethod): qweight int32 [in, out x bits / 32], qzeros int32 [in / g, out x bits / 32], scales fp16 [in / g, out]. */
+/**
+ * AWQ (awq.py AWQLinearMethod): qweight int32 [in, out x bits / 32], qzeros int32 [in / g, out x bits / 32], scales
+ * fp16 [in / g, out].
+ */
 const awq =
   (bits: number, group: number | undefined): Pricer =>
   (i, o) => {
@@ -86,13 +115,17 @@ const awq =
 
 // ---- which modules a scheme leaves alone ----
 
-/** The names a module goes by: the checkpoint's, and the prefixes vLLM's hf_to_vllm_mapper moves it between (language_model, backbone). */
+/**
+ * The names a module goes by: the checkpoint's, and the prefixes vLLM's hf_to_vllm_mapper moves it between
+ * (language_model, backbone).
+ */
 function nameVariants(name: string): string[] {
   const tail = name.replace(/^(model\.language_model\.|language_model\.model\.|model\.|backbone\.)/, '');
   const roots = ['model.', 'model.language_model.', 'language_model.model.', 'backbone.', ''];
   const out = new Set<string>([name]);
   if (tail !== name) for (const r of roots) out.add(r + tail);
-  // the other spellings of the same module across families (shared_experts in DeepSeek, router in gpt-oss, feed_forward in Llama 4)
+  // the other spellings of the same module across families (shared_experts in DeepSeek, router in gpt-oss, feed_forward
+  // in Llama 4)
   for (const n of [...out]) {
     out.add(n.replace('.shared_expert.', '.shared_experts.'));
     out.add(n.replace(/\.mlp\.gate$/, '.mlp.router'));
@@ -148,12 +181,25 @@ function reMatch(name: string, pattern: string): boolean {
 
 const anyVariant = (m: WeightModule, test: (n: string) => boolean) => nameVariants(m.name).some(test);
 
-/** compressed-tensors ignore / targets (compressed_tensors/utils.py _is_equal_or_regex_match): the exact name, or "re:" + a regex. */
-const ctMatch = (m: WeightModule, list: string[]) => anyVariant(m, (n) => list.some((t) => (t.startsWith('re:') ? reMatch(n, t.slice(3)) : t === n)));
-/** ModelOpt exclude_modules (modelopt.py is_layer_excluded): the exact name, a substring of it, or an fnmatch wildcard. */
-const moMatch = (m: WeightModule, list: string[]) => anyVariant(m, (n) => list.some((t) => t === n || n.includes(t) || fnmatch(n, t)));
-/** fp8's ignored_layers / modules_to_not_convert (quant_utils.py is_layer_skipped, exact; an experts entry by substring). */
-const exactMatch = (m: WeightModule, list: string[]) => anyVariant(m, (n) => list.some((t) => t === n || (m.role === 'expert' && t.includes(n.replace(/\.0\.[a-z_]+$/, '')))));
+/**
+ * compressed-tensors ignore / targets (compressed_tensors/utils.py _is_equal_or_regex_match): the exact name, or "re:"
+ * + a regex.
+ */
+const ctMatch = (m: WeightModule, list: string[]) =>
+  anyVariant(m, (n) => list.some((t) => (t.startsWith('re:') ? reMatch(n, t.slice(3)) : t === n)));
+/**
+ * ModelOpt exclude_modules (modelopt.py is_layer_excluded): the exact name, a substring of it, or an fnmatch wildcard.
+ */
+const moMatch = (m: WeightModule, list: string[]) =>
+  anyVariant(m, (n) => list.some((t) => t === n || n.includes(t) || fnmatch(n, t)));
+/**
+ * fp8's ignored_layers / modules_to_not_convert (quant_utils.py is_layer_skipped, exact; an experts entry by
+ * substring).
+ */
+const exactMatch = (m: WeightModule, list: string[]) =>
+  anyVariant(m, (n) =>
+    list.some((t) => t === n || (m.role === 'expert' && t.includes(n.replace(/\.0\.[a-z_]+$/, '')))),
+  );
 /** AWQ / GPTQ modules_to_not_convert (awq.py is_layer_skipped_awq): a listed name contained in the module's. */
 const substrMatch = (m: WeightModule, list: string[]) => anyVariant(m, (n) => list.some((t) => n.includes(t)));
 
@@ -199,25 +245,39 @@ function modeloptAlgo(algo: string, group: number): Pricer | undefined {
 }
 
 function modelopt(qc: Json): QuantScheme | QuantNotModelled {
-  // modelopt.py ModelOptQuantConfigBase.from_config: {"quantization": {quant_algo, exclude_modules, ...}} (hf_quant_config.json),
-  // or the flat form in config.json with "ignore"
+  // modelopt.py ModelOptQuantConfigBase.from_config: {"quantization": {quant_algo, exclude_modules, ...}}
+  // (hf_quant_config.json), or the flat form in config.json with "ignore"
   const nested = isObj(qc.quantization);
   const q = nested ? (qc.quantization as Json) : qc;
   const algo = str(q.quant_algo)?.toUpperCase();
   const field = nested ? 'quantization.quant_algo' : 'quant_algo';
-  if (!algo) return { notModelled: `quantization_config.${field}`, why: 'a ModelOpt config without quant_algo (vLLM refuses it: "Missing \'quant_algo\'")' };
+  if (!algo)
+    return {
+      notModelled: `quantization_config.${field}`,
+      why: 'a ModelOpt config without quant_algo (vLLM refuses it: "Missing \'quant_algo\'")',
+    };
   const exclude = strings(nested ? q.exclude_modules : qc.ignore);
   const group = posInt(q.group_size) ?? 16;
   // ModelOpt's hard-coded exclusion of vision towers (modelopt.py get_quant_method)
   const excluded = (m: WeightModule) => m.role === 'vision' || moMatch(m, exclude);
   if (algo === 'MIXED_PRECISION') {
-    const layers = isObj(q.quantized_layers) ? (q.quantized_layers as Json) : isObj(qc.quantized_layers) ? (qc.quantized_layers as Json) : undefined;
+    const layers = isObj(q.quantized_layers)
+      ? (q.quantized_layers as Json)
+      : isObj(qc.quantized_layers)
+        ? (qc.quantized_layers as Json)
+        : undefined;
     if (!layers || !Object.keys(layers).length)
-      return { notModelled: 'quantization_config.quantized_layers', why: 'MIXED_PRECISION needs a quantized_layers map (in config.json or hf_quant_config.json)' };
+      return {
+        notModelled: 'quantization_config.quantized_layers',
+        why: 'MIXED_PRECISION needs a quantized_layers map (in config.json or hf_quant_config.json)',
+      };
     for (const [k, v] of Object.entries(layers)) {
       const a = isObj(v) ? str(v.quant_algo)?.toUpperCase() : undefined;
       if (!a || !modeloptAlgo(a, 16))
-        return { notModelled: `quantization_config.quantized_layers.${k}`, why: `quant_algo ${JSON.stringify(isObj(v) ? v.quant_algo : v)} is not one this planner prices` };
+        return {
+          notModelled: `quantization_config.quantized_layers.${k}`,
+          why: `quant_algo ${JSON.stringify(isObj(v) ? v.quant_algo : v)} is not one this planner prices`,
+        };
     }
     return scheme('modelopt MIXED_PRECISION', 'modelopt_mixed', (m) => {
       if (excluded(m)) return undefined;
@@ -236,7 +296,10 @@ function modelopt(qc: Json): QuantScheme | QuantNotModelled {
   return scheme(`modelopt ${algo}`, method, (m) => (excluded(m) ? undefined : p));
 }
 
-/** ModelOptMixedPrecisionConfig._resolve_quant_algo: the name itself, else the first key under it (experts), else a sibling under its parent. */
+/**
+ * ModelOptMixedPrecisionConfig._resolve_quant_algo: the name itself, else the first key under it (experts), else a
+ * sibling under its parent.
+ */
 function mixedLookup(layers: Json, m: WeightModule): Json | undefined {
   for (const n of nameVariants(m.name)) {
     const hit = layers[n];
@@ -250,14 +313,26 @@ function mixedLookup(layers: Json, m: WeightModule): Json | undefined {
   return undefined;
 }
 
-/** One compressed-tensors config group's weights -> the format vLLM picks for it (compressed_tensors.py _get_scheme_from_parts). */
-function ctWeights(w: Json, input: Json | undefined, format: string | undefined, dtypeBytes: number, at: string): Pricer | QuantNotModelled {
+/**
+ * One compressed-tensors config group's weights -> the format vLLM picks for it (compressed_tensors.py
+ * _get_scheme_from_parts).
+ */
+function ctWeights(
+  w: Json,
+  input: Json | undefined,
+  format: string | undefined,
+  dtypeBytes: number,
+  at: string,
+): Pricer | QuantNotModelled {
   const bits = posInt(w.num_bits);
   const type = str(w.type) ?? 'int';
   const strategy = str(w.strategy) ?? 'tensor';
   const group = posInt(w.group_size);
   const symmetric = w.symmetric !== false;
-  const block = Array.isArray(w.block_structure) && w.block_structure.length === 2 && w.block_structure.every((x) => posInt(x)) ? (w.block_structure as [number, number]) : undefined;
+  const block =
+    Array.isArray(w.block_structure) && w.block_structure.length === 2 && w.block_structure.every((x) => posInt(x))
+      ? (w.block_structure as [number, number])
+      : undefined;
   const no = (why: string): QuantNotModelled => ({ notModelled: `quantization_config.${at}.weights`, why });
   if (type === 'float' && bits === 4) {
     if (group === 16 || format === 'nvfp4-pack-quantized') return nvfp4(16, !!input);
@@ -272,23 +347,39 @@ function ctWeights(w: Json, input: Json | undefined, format: string | undefined,
     return no(`fp8 weights with strategy ${JSON.stringify(strategy)}`);
   }
   if (type === 'int' && (bits === 4 || bits === 8) && (!input || format === 'pack-quantized')) {
-    if (strategy !== 'group' && strategy !== 'channel') return no(`int${bits} weight-only with strategy ${JSON.stringify(strategy)}`);
+    if (strategy !== 'group' && strategy !== 'channel')
+      return no(`int${bits} weight-only with strategy ${JSON.stringify(strategy)}`);
     const scaleBytes = w.scale_dtype === 'float32' || w.scale_dtype === 'torch.float32' ? 4 : dtypeBytes;
     return wNa16(bits, strategy === 'group' ? group : undefined, symmetric, w.actorder === 'group', scaleBytes);
   }
   if (type === 'int' && bits === 8 && input && posInt(input.num_bits) === 8)
-    return strategy === 'channel' || strategy === 'tensor' ? int8(strategy === 'channel', input.dynamic === false, symmetric) : no(`int8 W8A8 with strategy ${JSON.stringify(strategy)}`);
-  return no(`${type} ${JSON.stringify(w.num_bits)}-bit weights${input ? ` with ${JSON.stringify(input.num_bits)}-bit activations` : ''} are not a format this planner prices`);
+    return strategy === 'channel' || strategy === 'tensor'
+      ? int8(strategy === 'channel', input.dynamic === false, symmetric)
+      : no(`int8 W8A8 with strategy ${JSON.stringify(strategy)}`);
+  return no(
+    `${type} ${JSON.stringify(w.num_bits)}-bit weights${input ? ` with ${JSON.stringify(input.num_bits)}-bit activations` : ''} are not a format this planner prices`,
+  );
 }
 
 function compressedTensors(qc: Json, dtypeBytes: number): QuantScheme | QuantNotModelled {
   const groups = isObj(qc.config_groups) ? Object.entries(qc.config_groups as Json) : [];
-  if (!groups.length) return { notModelled: 'quantization_config.config_groups', why: 'a compressed-tensors config without config_groups (sparsity-only or an unknown form)' };
+  if (!groups.length)
+    return {
+      notModelled: 'quantization_config.config_groups',
+      why: 'a compressed-tensors config without config_groups (sparsity-only or an unknown form)',
+    };
   const format = str(qc.format) ?? str(qc.quant_format);
   const rules: Array<{ targets: string[]; price: Pricer }> = [];
   for (const [k, g] of groups) {
-    if (!isObj(g) || !isObj(g.weights)) return { notModelled: `quantization_config.config_groups.${k}`, why: 'a config group without weights' };
-    const p = ctWeights(g.weights as Json, isObj(g.input_activations) ? (g.input_activations as Json) : undefined, str(g.format) ?? format, dtypeBytes, `config_groups.${k}`);
+    if (!isObj(g) || !isObj(g.weights))
+      return { notModelled: `quantization_config.config_groups.${k}`, why: 'a config group without weights' };
+    const p = ctWeights(
+      g.weights as Json,
+      isObj(g.input_activations) ? (g.input_activations as Json) : undefined,
+      str(g.format) ?? format,
+      dtypeBytes,
+      `config_groups.${k}`,
+    );
     if ('notModelled' in p) return p;
     rules.push({ targets: strings(g.targets), price: p });
   }
@@ -297,24 +388,37 @@ function compressedTensors(qc: Json, dtypeBytes: number): QuantScheme | QuantNot
   const targeted = (m: WeightModule, t: string[]) => t.some((x) => x.toLowerCase() === 'linear') || ctMatch(m, t);
   const label = `compressed-tensors${format ? ` ${format}` : ''}`;
   // lm_head is a ParallelLMHead, not a LinearBase: CompressedTensorsConfig.get_quant_method leaves it unquantized
-  return scheme(label, 'compressed-tensors', (m) => (m.role === 'lm_head' || ctMatch(m, ignore) ? undefined : rules.find((r) => targeted(m, r.targets))?.price));
+  return scheme(label, 'compressed-tensors', (m) =>
+    m.role === 'lm_head' || ctMatch(m, ignore) ? undefined : rules.find((r) => targeted(m, r.targets))?.price,
+  );
 }
 
-/** fp8 (fp8.py Fp8Config): a serialized FP8 checkpoint, per tensor or with weight_block_size; ignored_layers / modules_to_not_convert stay. */
+/**
+ * fp8 (fp8.py Fp8Config): a serialized FP8 checkpoint, per tensor or with weight_block_size; ignored_layers /
+ * modules_to_not_convert stay.
+ */
 function fp8Config(qc: Json): QuantScheme | QuantNotModelled {
   const wbs = qc.weight_block_size;
   let p: Pricer;
   if (wbs === undefined || wbs === null) p = fp8('tensor', undefined, qc.activation_scheme === 'static');
-  else if (Array.isArray(wbs) && wbs.length === 2 && wbs.every((x) => posInt(x))) p = fp8('block', wbs as [number, number]);
-  else return { notModelled: 'quantization_config.weight_block_size', why: `${JSON.stringify(wbs)} is not two block sizes (vLLM refuses it)` };
+  else if (Array.isArray(wbs) && wbs.length === 2 && wbs.every((x) => posInt(x)))
+    p = fp8('block', wbs as [number, number]);
+  else
+    return {
+      notModelled: 'quantization_config.weight_block_size',
+      why: `${JSON.stringify(wbs)} is not two block sizes (vLLM refuses it)`,
+    };
   const ignored = strings(qc.ignored_layers).length ? strings(qc.ignored_layers) : strings(qc.modules_to_not_convert);
-  return scheme(wbs ? `fp8 block ${(wbs as number[]).join('x')}` : 'fp8 per tensor', 'fp8', (m) => (m.role === 'lm_head' || m.role === 'vision' || exactMatch(m, ignored) ? undefined : p));
+  return scheme(wbs ? `fp8 block ${(wbs as number[]).join('x')}` : 'fp8 per tensor', 'fp8', (m) =>
+    m.role === 'lm_head' || m.role === 'vision' || exactMatch(m, ignored) ? undefined : p,
+  );
 }
 
 /** The scheme a checkpoint's quantization config names, or why it is not modelled. */
 export function readQuantScheme(qc: Json, dtypeBytes: number): QuantScheme | QuantNotModelled {
   const method = str(qc.quant_method)?.toLowerCase();
-  if (!method) return { notModelled: 'quantization_config.quant_method', why: 'a quantization_config without quant_method' };
+  if (!method)
+    return { notModelled: 'quantization_config.quant_method', why: 'a quantization_config without quant_method' };
   switch (method) {
     case 'modelopt':
     case 'modelopt_fp4':
@@ -328,19 +432,31 @@ export function readQuantScheme(qc: Json, dtypeBytes: number): QuantScheme | Qua
     case 'fbgemm_fp8': {
       // fbgemm_fp8.py: fp8 weight + a per-channel fp32 scale; modules_to_not_convert stay
       const skip = strings(qc.modules_to_not_convert);
-      return scheme('fbgemm fp8 per channel', 'fbgemm_fp8', (m) => (m.role === 'lm_head' || m.role === 'vision' || substrMatch(m, skip) ? undefined : fp8('channel', undefined, false)));
+      return scheme('fbgemm fp8 per channel', 'fbgemm_fp8', (m) =>
+        m.role === 'lm_head' || m.role === 'vision' || substrMatch(m, skip)
+          ? undefined
+          : fp8('channel', undefined, false),
+      );
     }
     case 'mxfp4':
     case 'gpt_oss_mxfp4':
-      // mxfp4.py Mxfp4Config.get_quant_method: linear layers fall back to UnquantizedLinearMethod; only the routed experts are MXFP4
+      // mxfp4.py Mxfp4Config.get_quant_method: linear layers fall back to UnquantizedLinearMethod; only the routed
+      // experts are MXFP4
       return scheme('mxfp4 (routed experts only)', 'mxfp4', (m) => (m.role === 'expert' ? mx(4) : undefined));
     case 'gptq':
     case 'awq': {
       const bits = posInt(qc.bits) ?? posInt(qc.w_bit);
       const g = qc.group_size ?? qc.q_group_size;
       if (!bits || (bits !== 2 && bits !== 3 && bits !== 4 && bits !== 8))
-        return { notModelled: 'quantization_config.bits', why: `${JSON.stringify(qc.bits ?? qc.w_bit)} is not a bit width GPTQ/AWQ loads (2, 3, 4, 8)` };
-      if (g !== -1 && !posInt(g)) return { notModelled: 'quantization_config.group_size', why: `${JSON.stringify(g)} is not a group size (-1 or a positive integer)` };
+        return {
+          notModelled: 'quantization_config.bits',
+          why: `${JSON.stringify(qc.bits ?? qc.w_bit)} is not a bit width GPTQ/AWQ loads (2, 3, 4, 8)`,
+        };
+      if (g !== -1 && !posInt(g))
+        return {
+          notModelled: 'quantization_config.group_size',
+          why: `${JSON.stringify(g)} is not a group size (-1 or a positive integer)`,
+        };
       const group = g === -1 ? undefined : (g as number);
       const skip = strings(qc.modules_to_not_convert);
       const p = method === 'gptq' ? gptq(bits, group) : awq(bits, group);
@@ -363,8 +479,17 @@ export function readQuantScheme(qc: Json, dtypeBytes: number): QuantScheme | Qua
  */
 export function onlineScheme(method: string): QuantScheme | undefined {
   const m = method.toLowerCase();
-  const p = m === 'fp8' || m === 'fp8_per_tensor' ? fp8('tensor', undefined, false) : m === 'fp8_per_channel' ? fp8('channel', undefined, false) : m === 'fp8_per_block' ? fp8('block') : undefined;
-  return p ? scheme(`${m} (online)`, m, (x) => (x.role === 'lm_head' || x.role === 'vision' ? undefined : p)) : undefined;
+  const p =
+    m === 'fp8' || m === 'fp8_per_tensor'
+      ? fp8('tensor', undefined, false)
+      : m === 'fp8_per_channel'
+        ? fp8('channel', undefined, false)
+        : m === 'fp8_per_block'
+          ? fp8('block')
+          : undefined;
+  return p
+    ? scheme(`${m} (online)`, m, (x) => (x.role === 'lm_head' || x.role === 'vision' ? undefined : p))
+    : undefined;
 }
 
 /** The method vLLM resolves a checkpoint's quant_method to (model.py _verify_quantization: the override methods). */
@@ -374,12 +499,21 @@ export function resolvedMethod(qc: Json): string | undefined {
   if (method === 'modelopt') {
     const q = isObj(qc.quantization) ? (qc.quantization as Json) : qc;
     const algo = str(q.quant_algo)?.toUpperCase() ?? '';
-    return algo === 'MIXED_PRECISION' ? 'modelopt_mixed' : algo.includes('FP4') ? 'modelopt_fp4' : algo.includes('MXFP8') ? 'modelopt_mxfp8' : 'modelopt';
+    return algo === 'MIXED_PRECISION'
+      ? 'modelopt_mixed'
+      : algo.includes('FP4')
+        ? 'modelopt_fp4'
+        : algo.includes('MXFP8')
+          ? 'modelopt_mxfp8'
+          : 'modelopt';
   }
   return method;
 }
 
-/** Whether `--quantization flag` agrees with a checkpoint whose method is `ckpt` (vLLM refuses a mismatch: "Quantization method specified in the model config ... does not match"). */
+/**
+ * Whether `--quantization flag` agrees with a checkpoint whose method is `ckpt` (vLLM refuses a mismatch: "Quantization
+ * method specified in the model config ... does not match").
+ */
 export function flagAgrees(flag: string, ckpt: string): boolean {
   const f = flag.toLowerCase();
   const fam: Record<string, string[]> = {
@@ -398,7 +532,8 @@ export function flagAgrees(flag: string, ckpt: string): boolean {
 
 /**
  * Bytes per parameter when nothing but a flag and a parameter count is known (facts from the profile): the scheme's
- * nominal width with its scales. Undefined for a method whose width depends on its checkpoint (compressed-tensors, quark, ...).
+ * nominal width with its scales. Undefined for a method whose width depends on its checkpoint (compressed-tensors,
+ * quark, ...).
  */
 export const NOMINAL_BYTES: Record<string, number> = {
   fp8: 1,

@@ -8,22 +8,36 @@ import { parseModelConfig, ModelConfigError, type ModelFacts } from './facts.js'
 import { FileRefused, READ_LIMITS } from '../util/read.js';
 import { parsePythonJson } from './json.js';
 import { isMtpTensor } from './modules.js';
-import { parseSafetensorsHeader, safetensorsHeaderLength, summarizeWeights, type SafetensorsHeader, type WeightSummary } from './safetensors.js';
+import {
+  parseSafetensorsHeader,
+  safetensorsHeaderLength,
+  summarizeWeights,
+  type SafetensorsHeader,
+  type WeightSummary,
+} from './safetensors.js';
 
-/** The host reads text with a bound (util/read.ts); a real host's shard headers are read here, bounded, from regular files only. */
+/**
+ * The host reads text with a bound (util/read.ts); a real host's shard headers are read here, bounded, from regular
+ * files only.
+ */
 export type ModelReader = Pick<Host, 'readFile' | 'env'> & { kind?: Host['kind'] };
 
 // Real configs are a few KiB, an index lists every tensor (a few MiB for the largest models), a ref is a hash.
 const CONFIG_MAX = READ_LIMITS.config;
 const INDEX_MAX = READ_LIMITS.index;
 const REF_MAX = 4096;
-// Shards whose headers are read (a 1T-parameter checkpoint has about 200); past this the index's total_size stands alone.
+// Shards whose headers are read (a 1T-parameter checkpoint has about 200); past this the index's total_size stands
+// alone.
 const MAX_SHARDS = 512;
 // A shard's header is a few hundred KiB at most in real checkpoints; the format allows 100 MB.
 const HEADER_MAX_BYTES = 32 * 1024 * 1024;
 
 /** A read that may be refused for what the file is (a FIFO, a device, too large): the reason, not a silent "absent". */
-async function readOr(host: ModelReader, file: string, max: number): Promise<{ text: string | null; refused?: string }> {
+async function readOr(
+  host: ModelReader,
+  file: string,
+  max: number,
+): Promise<{ text: string | null; refused?: string }> {
   try {
     return { text: await host.readFile(file, max) };
   } catch (e) {
@@ -69,8 +83,16 @@ function numLayers(cfg: Record<string, unknown>): number | undefined {
   return undefined;
 }
 
-/** The shards' headers (the index's weight_map, or model.safetensors alone): exact weight bytes and dtypes, and what the MTP tensors take. */
-async function readWeights(host: ModelReader, dir: string, index: unknown, layers?: number): Promise<(WeightSummary & { mtpBytes?: number }) | undefined> {
+/**
+ * The shards' headers (the index's weight_map, or model.safetensors alone): exact weight bytes and dtypes, and what the
+ * MTP tensors take.
+ */
+async function readWeights(
+  host: ModelReader,
+  dir: string,
+  index: unknown,
+  layers?: number,
+): Promise<(WeightSummary & { mtpBytes?: number }) | undefined> {
   if (host.kind !== 'real') return undefined;
   const map = typeof index === 'object' && index !== null ? (index as { weight_map?: unknown }).weight_map : undefined;
   const files =
@@ -80,7 +102,8 @@ async function readWeights(host: ModelReader, dir: string, index: unknown, layer
         ? ['model.safetensors']
         : [];
   // a shard name is a file in this folder, never a path that walks out of it
-  if (!files.length || files.length > MAX_SHARDS || files.some((f) => basename(f) !== f || !f.endsWith('.safetensors'))) return undefined;
+  if (!files.length || files.length > MAX_SHARDS || files.some((f) => basename(f) !== f || !f.endsWith('.safetensors')))
+    return undefined;
   const headers: SafetensorsHeader[] = [];
   for (const f of files) {
     const h = await shardHeader(join(dir, f));
@@ -89,7 +112,9 @@ async function readWeights(host: ModelReader, dir: string, index: unknown, layer
   }
   // vLLM's main model does not load MTP / next-n layers (deepseek_v2.py, qwen3_5.py load_weights skip them)
   let mtpBytes = 0;
-  if (layers) for (const h of headers) for (const [n, t] of Object.entries(h.tensors)) if (isMtpTensor(n, layers)) mtpBytes += t.bytes;
+  if (layers)
+    for (const h of headers)
+      for (const [n, t] of Object.entries(h.tensors)) if (isMtpTensor(n, layers)) mtpBytes += t.bytes;
   return { ...summarizeWeights(headers), mtpBytes };
 }
 
@@ -126,7 +151,12 @@ export const isHubId = (s: string) => /^[A-Za-z0-9][\w.-]*\/[\w.-]+$/.test(s);
 async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>(
+        (_, rej) => (timer = setTimeout(() => rej(new Error(`${what}: no answer within ${ms} ms`)), ms)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -145,7 +175,8 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
   if (text === null) return false;
   out.dir = dir;
   out.file = file;
-  // A host that does not bound its reads (a bundle): anything this large is not a config (and JSON.parse of it would stall the plan).
+  // A host that does not bound its reads (a bundle): anything this large is not a config (and JSON.parse of it would
+  // stall the plan).
   if (text.length > CONFIG_MAX) {
     out.error = `${file}: ${text.length} bytes is not a model config (they are a few KiB)`;
     return true;
@@ -167,8 +198,10 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
       index = undefined; // a bad index only loses the weight size; the config still counts
     }
   }
-  // hf_quant_config.json (ModelOpt <= 0.29): vLLM reads it only when config.json has no quantization_config (transformers_utils/config.py)
-  const hasQc = typeof cfg === 'object' && cfg !== null && ('quantization_config' in cfg || 'compression_config' in cfg);
+  // hf_quant_config.json (ModelOpt <= 0.29): vLLM reads it only when config.json has no quantization_config
+  // (transformers_utils/config.py)
+  const hasQc =
+    typeof cfg === 'object' && cfg !== null && ('quantization_config' in cfg || 'compression_config' in cfg);
   let hfQuantConfig: unknown;
   if (!hasQc) {
     const q = (await readOr(host, join(dir, 'hf_quant_config.json'), CONFIG_MAX)).text;
@@ -216,8 +249,14 @@ async function locate(host: ModelReader, where: { id?: string; path?: string }, 
   }
 }
 
-/** Read the model's config from model.path, or from the HF cache for model.id. Never throws for a missing or bad file. */
-export async function readModel(host: ModelReader, where: { id?: string; path?: string }, opts: { timeoutMs?: number } = {}): Promise<ModelRead> {
+/**
+ * Read the model's config from model.path, or from the HF cache for model.id. Never throws for a missing or bad file.
+ */
+export async function readModel(
+  host: ModelReader,
+  where: { id?: string; path?: string },
+  opts: { timeoutMs?: number } = {},
+): Promise<ModelRead> {
   const out: ModelRead = { searched: [] };
   try {
     await withDeadline(locate(host, where, out), opts.timeoutMs ?? 2000, 'reading the model files');

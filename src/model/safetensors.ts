@@ -48,10 +48,14 @@ export class SafetensorsError extends Error {}
 
 /** N from the first 8 bytes (what a range reader fetches first), checked against the format's cap. */
 export function safetensorsHeaderLength(first8: Uint8Array): number {
-  if (first8.length < 8) throw new SafetensorsError(`a safetensors file starts with 8 bytes of header length; got ${first8.length}`);
+  if (first8.length < 8)
+    throw new SafetensorsError(`a safetensors file starts with 8 bytes of header length; got ${first8.length}`);
   const view = new DataView(first8.buffer, first8.byteOffset, 8);
   const n = view.getBigUint64(0, true);
-  if (n < 2n || n > BigInt(MAX_HEADER_BYTES)) throw new SafetensorsError(`header length ${n} is outside 2..${MAX_HEADER_BYTES} bytes (not a safetensors file, or a hostile one)`);
+  if (n < 2n || n > BigInt(MAX_HEADER_BYTES))
+    throw new SafetensorsError(
+      `header length ${n} is outside 2..${MAX_HEADER_BYTES} bytes (not a safetensors file, or a hostile one)`,
+    );
   return Number(n);
 }
 
@@ -64,7 +68,8 @@ const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isS
  */
 export function parseSafetensorsHeader(bytes: Uint8Array): SafetensorsHeader {
   const n = safetensorsHeaderLength(bytes);
-  if (bytes.length < 8 + n) throw new SafetensorsError(`the header is ${n} bytes but only ${bytes.length - 8} were read`);
+  if (bytes.length < 8 + n)
+    throw new SafetensorsError(`the header is ${n} bytes but only ${bytes.length - 8} were read`);
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + n)));
@@ -76,20 +81,31 @@ export function parseSafetensorsHeader(bytes: Uint8Array): SafetensorsHeader {
   let metadata: Record<string, string> | undefined;
   for (const [name, v] of Object.entries(json)) {
     if (name === '__metadata__') {
-      if (isObj(v)) metadata = Object.fromEntries(Object.entries(v).filter(([, x]) => typeof x === 'string')) as Record<string, string>;
+      if (isObj(v))
+        metadata = Object.fromEntries(Object.entries(v).filter(([, x]) => typeof x === 'string')) as Record<
+          string,
+          string
+        >;
       continue;
     }
     if (!isObj(v) || typeof v.dtype !== 'string' || !Array.isArray(v.shape) || !Array.isArray(v.data_offsets))
       throw new SafetensorsError(`tensor ${JSON.stringify(name.slice(0, 80))}: needs dtype, shape and data_offsets`);
     const [begin, end] = v.data_offsets as unknown[];
     if (!isCount(begin) || !isCount(end) || end < begin)
-      throw new SafetensorsError(`tensor ${JSON.stringify(name.slice(0, 80))}: data_offsets ${JSON.stringify(v.data_offsets).slice(0, 60)} are not [begin, end]`);
-    if (!v.shape.every(isCount)) throw new SafetensorsError(`tensor ${JSON.stringify(name.slice(0, 80))}: shape ${JSON.stringify(v.shape).slice(0, 60)} is not a list of sizes`);
+      throw new SafetensorsError(
+        `tensor ${JSON.stringify(name.slice(0, 80))}: data_offsets ${JSON.stringify(v.data_offsets).slice(0, 60)} are not [begin, end]`,
+      );
+    if (!v.shape.every(isCount))
+      throw new SafetensorsError(
+        `tensor ${JSON.stringify(name.slice(0, 80))}: shape ${JSON.stringify(v.shape).slice(0, 60)} is not a list of sizes`,
+      );
     const bits = SAFETENSORS_DTYPE_BITS[v.dtype];
     const elements = (v.shape as number[]).reduce((a, b) => a * b, 1);
     // the data must be the shape's size for a known dtype (the format checks the same)
     if (bits !== undefined && Math.ceil((elements * bits) / 8) !== end - begin)
-      throw new SafetensorsError(`tensor ${JSON.stringify(name.slice(0, 80))}: ${v.dtype} ${JSON.stringify(v.shape)} is ${Math.ceil((elements * bits) / 8)} bytes, data_offsets say ${end - begin}`);
+      throw new SafetensorsError(
+        `tensor ${JSON.stringify(name.slice(0, 80))}: ${v.dtype} ${JSON.stringify(v.shape)} is ${Math.ceil((elements * bits) / 8)} bytes, data_offsets say ${end - begin}`,
+      );
     tensors[name] = { dtype: v.dtype, shape: v.shape as number[], bytes: end - begin };
   }
   return { headerBytes: n, tensors, metadata };

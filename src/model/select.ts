@@ -47,7 +47,10 @@ export function indexShards(index: unknown, file = SAFETENSORS_INDEX): string[] 
  * The files to fetch. `index` is the parsed model.safetensors.index.json when the tree has one (the
  * caller reads it first, since only it names the shards); `configOnly` keeps the non-weight files.
  */
-export function selectFiles(tree: TreeFile[], opts: { configOnly?: boolean; index?: unknown; binIndex?: unknown } = {}): Selection {
+export function selectFiles(
+  tree: TreeFile[],
+  opts: { configOnly?: boolean; index?: unknown; binIndex?: unknown } = {},
+): Selection {
   const skipped: Selection['skipped'] = [];
   const keep: TreeFile[] = [];
   const weights: TreeFile[] = [];
@@ -83,7 +86,10 @@ export function selectFiles(tree: TreeFile[], opts: { configOnly?: boolean; inde
   const chosenSet = new Set(chosen.map((f) => f.path));
   for (const w of weights) {
     if (chosenSet.has(w.path)) continue;
-    const why = kind === 'safetensors' && /\.safetensors$/i.test(w.path) ? `not named by ${SAFETENSORS_INDEX}` : `another weight format (${kind} is loaded)`;
+    const why =
+      kind === 'safetensors' && /\.safetensors$/i.test(w.path)
+        ? `not named by ${SAFETENSORS_INDEX}`
+        : `another weight format (${kind} is loaded)`;
     skipped.push({ path: w.path, why });
   }
   // The index of a format not loaded is noise too (pytorch_model.bin.index.json beside safetensors).
@@ -120,7 +126,8 @@ export function checkListing(tree: TreeFile[]): string | undefined {
     const blob = f.lfs?.oid ?? f.oid;
     const size = fileSize(f);
     const had = sizes.get(blob);
-    if (had !== undefined && had !== size) return `the blob ${blob} is listed with two sizes (${had} and ${size} bytes)`;
+    if (had !== undefined && had !== size)
+      return `the blob ${blob} is listed with two sizes (${had} and ${size} bytes)`;
     sizes.set(blob, size);
   }
   return undefined;

@@ -28,7 +28,10 @@ export interface SnapshotState {
   why?: string;
 }
 
-/** A small file of the cache, through the one bounded regular-file reader; undefined when absent or refused (a FIFO, too large). */
+/**
+ * A small file of the cache, through the one bounded regular-file reader; undefined when absent or refused (a FIFO, too
+ * large).
+ */
 async function readSmall(file: string, limit: number): Promise<string | undefined> {
   try {
     return (await readTextOrNull(file, { maxBytes: limit, what: 'a file of the Hugging Face cache' })) ?? undefined;
@@ -42,7 +45,10 @@ async function cachedTree(dir: string, commit: string): Promise<TreeFile[] | und
   const text = await readSmall(join(dir, 'trees', `${commit}.json`), 64 * 1024 * 1024);
   if (!text) return undefined;
   try {
-    const j = JSON.parse(text) as { format_version?: unknown; files?: Record<string, { size?: unknown; blob_id?: unknown; lfs_sha256?: unknown; lfs_size?: unknown }> };
+    const j = JSON.parse(text) as {
+      format_version?: unknown;
+      files?: Record<string, { size?: unknown; blob_id?: unknown; lfs_sha256?: unknown; lfs_size?: unknown }>;
+    };
     if (j.format_version !== 1 || typeof j.files !== 'object' || !j.files) return undefined;
     return Object.entries(j.files).map(([path, f]) => ({
       path,
@@ -55,7 +61,10 @@ async function cachedTree(dir: string, commit: string): Promise<TreeFile[] | und
   }
 }
 
-/** A snapshot entry that is a link into this repository's blobs/ (the only thing a snapshot should hold), and that blob's size. */
+/**
+ * A snapshot entry that is a link into this repository's blobs/ (the only thing a snapshot should hold), and that
+ * blob's size.
+ */
 async function blobOf(blobs: string, link: string): Promise<{ blob: string; size: number } | undefined> {
   const st = await lstat(link).catch(() => null);
   if (!st) return undefined;
@@ -86,7 +95,12 @@ async function hashFile(file: string, lfs: boolean, size: number): Promise<strin
   return h.digest('hex');
 }
 
-export async function inspectSnapshot(cacheRoot: string, repo: string, revision = 'main', opts: { verify?: boolean } = {}): Promise<SnapshotState> {
+export async function inspectSnapshot(
+  cacheRoot: string,
+  repo: string,
+  revision = 'main',
+  opts: { verify?: boolean } = {},
+): Promise<SnapshotState> {
   const c = repoCache(cacheRoot, repo);
   const out: SnapshotState = { repo, revision, cache: c.dir, complete: false, files: [], missing: [], corrupt: [] };
   const commit = COMMIT.test(revision) ? revision : await readRef(c, revision).catch(() => undefined);
@@ -106,14 +120,20 @@ export async function inspectSnapshot(cacheRoot: string, repo: string, revision 
   let wanted: Array<{ path: string; size?: number; lfs?: boolean }>;
   const tree = await cachedTree(c.dir, commit);
   if (tree) {
-    const idx = tree.some((f) => f.path === SAFETENSORS_INDEX) ? await readSmall(join(snap, SAFETENSORS_INDEX), 64 * 1024 * 1024) : undefined;
+    const idx = tree.some((f) => f.path === SAFETENSORS_INDEX)
+      ? await readSmall(join(snap, SAFETENSORS_INDEX), 64 * 1024 * 1024)
+      : undefined;
     let index: unknown;
     try {
       index = idx ? JSON.parse(idx) : undefined;
     } catch {
       index = undefined;
     }
-    wanted = selectFiles(tree, { index }).files.map((f) => ({ path: f.path, size: f.lfs?.size ?? f.size, lfs: Boolean(f.lfs) }));
+    wanted = selectFiles(tree, { index }).files.map((f) => ({
+      path: f.path,
+      size: f.lfs?.size ?? f.size,
+      lfs: Boolean(f.lfs),
+    }));
   } else {
     wanted = [{ path: 'config.json' }];
     const idx = await readSmall(join(snap, SAFETENSORS_INDEX), 64 * 1024 * 1024);
@@ -142,7 +162,9 @@ export async function inspectSnapshot(cacheRoot: string, repo: string, revision 
       const lfs = /^[0-9a-f]{64}$/.test(name);
       if (!lfs && !/^[0-9a-f]{40}$/.test(name)) continue;
       // a blob that cannot be read (no permission, gone meanwhile) is a finding about that file, never a crash
-      const got = await hashFile(b.blob, lfs, b.size).catch((e: NodeJS.ErrnoException) => `unreadable (${e.code ?? e.message})`);
+      const got = await hashFile(b.blob, lfs, b.size).catch(
+        (e: NodeJS.ErrnoException) => `unreadable (${e.code ?? e.message})`,
+      );
       if (got !== name) out.corrupt.push(got.startsWith('unreadable') ? `${w.path}: ${got}` : w.path);
     }
   }

@@ -33,10 +33,19 @@ export function renderDashboard(s: MonitoringSpec) {
   const n = s.names;
   const sel = 'model_name=~"$model_name", instance=~"$instance"';
   const probe = `target=~${str(s.probeTargets)}`;
-  const q = (qq: number, h: string) => `histogram_quantile(${qq}, sum by (le) (rate(${h}_bucket{${sel}}[$__rate_interval])))`;
+  const q = (qq: number, h: string) =>
+    `histogram_quantile(${qq}, sum by (le) (rate(${h}_bucket{${sel}}[$__rate_interval])))`;
   const panels: Panel[] = [];
   const at = { x: 0, y: 0, h: 0 };
-  const add = (type: Panel['type'], title: string, description: string, unit: string, w: number, targets: Array<[string, string]>, extra: Partial<Panel> = {}) => {
+  const add = (
+    type: Panel['type'],
+    title: string,
+    description: string,
+    unit: string,
+    w: number,
+    targets: Array<[string, string]>,
+    extra: Partial<Panel> = {},
+  ) => {
     const h = type === 'stat' ? 4 : 8;
     // left to right, a new row when the 24 columns are full
     if (at.x + w > 24) {
@@ -53,19 +62,46 @@ export function renderDashboard(s: MonitoringSpec) {
       description,
       datasource: DS,
       gridPos,
-      fieldConfig: { defaults: { unit, ...(type === 'timeseries' ? { custom: { drawStyle: 'line', lineWidth: 1, fillOpacity: 10, showPoints: 'never' } } : {}) }, overrides: [] },
+      fieldConfig: {
+        defaults: {
+          unit,
+          ...(type === 'timeseries'
+            ? { custom: { drawStyle: 'line', lineWidth: 1, fillOpacity: 10, showPoints: 'never' } }
+            : {}),
+        },
+        overrides: [],
+      },
       options:
         type === 'stat'
-          ? { reduceOptions: { calcs: ['lastNotNull'], fields: '', values: false }, colorMode: 'value', graphMode: 'area', textMode: 'auto' }
-          : { legend: { displayMode: 'list', placement: 'bottom', showLegend: true }, tooltip: { mode: 'multi', sort: 'none' } },
-      targets: targets.map(([expr, legendFormat], i) => ({ refId: String.fromCharCode(65 + i), expr, legendFormat, datasource: DS })),
+          ? {
+              reduceOptions: { calcs: ['lastNotNull'], fields: '', values: false },
+              colorMode: 'value',
+              graphMode: 'area',
+              textMode: 'auto',
+            }
+          : {
+              legend: { displayMode: 'list', placement: 'bottom', showLegend: true },
+              tooltip: { mode: 'multi', sort: 'none' },
+            },
+      targets: targets.map(([expr, legendFormat], i) => ({
+        refId: String.fromCharCode(65 + i),
+        expr,
+        legendFormat,
+        datasource: DS,
+      })),
       ...extra,
     });
   };
   const tokens = `(sum(rate(${n.promptTokens}{${sel}}[1h])) + sum(rate(${n.generationTokens}{${sel}}[1h])))`;
-  add('stat', 'Replicas up', `Replicas Prometheus scrapes (job ${s.job}) that answer.`, 'short', 6, [[`sum(up{job=${str(s.job)}})`, 'up']]);
-  add('stat', 'Probe healthy', 'Targets whose last sparkctl deep probe passed (textfile).', 'short', 6, [[`sum(sparkctl_probe_healthy{${probe}})`, 'healthy']]);
-  add('stat', 'Generated tokens/s', 'Output tokens per second, all replicas.', 'short', 6, [[`sum(rate(${n.generationTokens}{${sel}}[$__rate_interval]))`, 'tokens/s']]);
+  add('stat', 'Replicas up', `Replicas Prometheus scrapes (job ${s.job}) that answer.`, 'short', 6, [
+    [`sum(up{job=${str(s.job)}})`, 'up'],
+  ]);
+  add('stat', 'Probe healthy', 'Targets whose last sparkctl deep probe passed (textfile).', 'short', 6, [
+    [`sum(sparkctl_probe_healthy{${probe}})`, 'healthy'],
+  ]);
+  add('stat', 'Generated tokens/s', 'Output tokens per second, all replicas.', 'short', 6, [
+    [`sum(rate(${n.generationTokens}{${sel}}[$__rate_interval]))`, 'tokens/s'],
+  ]);
   add(
     'stat',
     'Cost per 1K tokens',
@@ -80,13 +116,25 @@ export function renderDashboard(s: MonitoringSpec) {
     ],
     { fieldConfig: { defaults: { unit: 'currencyUSD', decimals: 4 }, overrides: [] } },
   );
-  add('timeseries', 'Requests running / waiting', 'Requests in the running batch and queued for one, per replica.', 'short', 12, [
-    [`sum by (instance) (${n.running}{${sel}})`, 'running {{instance}}'],
-    [`sum by (instance) (${n.waiting}{${sel}})`, 'waiting {{instance}}'],
-  ]);
-  add('timeseries', 'KV cache usage', `KV cache in use (${n.kvCache}); the rules warn above ${num(s.thresholds.kvCacheUsageMax * 100)} %.`, 'percentunit', 12, [
-    [`max by (instance) (${n.kvCache}{${sel}})`, '{{instance}}'],
-  ]);
+  add(
+    'timeseries',
+    'Requests running / waiting',
+    'Requests in the running batch and queued for one, per replica.',
+    'short',
+    12,
+    [
+      [`sum by (instance) (${n.running}{${sel}})`, 'running {{instance}}'],
+      [`sum by (instance) (${n.waiting}{${sel}})`, 'waiting {{instance}}'],
+    ],
+  );
+  add(
+    'timeseries',
+    'KV cache usage',
+    `KV cache in use (${n.kvCache}); the rules warn above ${num(s.thresholds.kvCacheUsageMax * 100)} %.`,
+    'percentunit',
+    12,
+    [[`max by (instance) (${n.kvCache}{${sel}})`, '{{instance}}']],
+  );
   add(
     'timeseries',
     'Time to first token',
@@ -103,16 +151,28 @@ export function renderDashboard(s: MonitoringSpec) {
     12,
     [0.5, 0.9, 0.99].map((x) => [q(x, n.itl), `p${num(x * 100)}`]),
   );
-  add('timeseries', 'Tokens per second', 'Prompt (prefill) and generated tokens per second, all replicas.', 'short', 12, [
-    [`sum(rate(${n.promptTokens}{${sel}}[$__rate_interval]))`, 'prompt'],
-    [`sum(rate(${n.generationTokens}{${sel}}[$__rate_interval]))`, 'generation'],
-  ]);
+  add(
+    'timeseries',
+    'Tokens per second',
+    'Prompt (prefill) and generated tokens per second, all replicas.',
+    'short',
+    12,
+    [
+      [`sum(rate(${n.promptTokens}{${sel}}[$__rate_interval]))`, 'prompt'],
+      [`sum(rate(${n.generationTokens}{${sel}}[$__rate_interval]))`, 'generation'],
+    ],
+  );
   add('timeseries', 'Preemptions', 'Requests preempted per second (KV cache exhausted), per replica.', 'short', 12, [
     [`sum by (instance) (rate(${n.preemptions}{${sel}}[$__rate_interval]))`, '{{instance}}'],
   ]);
-  add('timeseries', 'GPU temperature', `At each sparkctl probe (textfile); the rules warn at ${s.thresholds.tempUnhealthyC} C, critical at ${s.thresholds.tempCriticalC} C.`, 'celsius', 12, [
-    [`sparkctl_probe_gpu_temperature_celsius{${probe}}`, '{{target}} GPU {{gpu}}'],
-  ]);
+  add(
+    'timeseries',
+    'GPU temperature',
+    `At each sparkctl probe (textfile); the rules warn at ${s.thresholds.tempUnhealthyC} C, critical at ${s.thresholds.tempCriticalC} C.`,
+    'celsius',
+    12,
+    [[`sparkctl_probe_gpu_temperature_celsius{${probe}}`, '{{target}} GPU {{gpu}}']],
+  );
   add(
     'timeseries',
     'End-to-end request latency',
@@ -125,7 +185,14 @@ export function renderDashboard(s: MonitoringSpec) {
   const price = s.gpuHourPriceUsd ?? DEFAULT_GPU_HOUR_PRICE;
   return {
     __inputs: [
-      { name: 'DS_PROMETHEUS', label: 'Prometheus', description: 'The Prometheus that scrapes the replicas and node_exporter', type: 'datasource', pluginId: 'prometheus', pluginName: 'Prometheus' },
+      {
+        name: 'DS_PROMETHEUS',
+        label: 'Prometheus',
+        description: 'The Prometheus that scrapes the replicas and node_exporter',
+        type: 'datasource',
+        pluginId: 'prometheus',
+        pluginName: 'Prometheus',
+      },
     ],
     __requires: [
       { type: 'grafana', id: 'grafana', name: 'Grafana', version: '10.4.0' },
@@ -134,7 +201,17 @@ export function renderDashboard(s: MonitoringSpec) {
       { type: 'panel', id: 'timeseries', name: 'Time series', version: '' },
     ],
     annotations: {
-      list: [{ builtIn: 1, datasource: { type: 'grafana', uid: '-- Grafana --' }, enable: true, hide: true, iconColor: 'rgba(0, 211, 255, 1)', name: 'Annotations & Alerts', type: 'dashboard' }],
+      list: [
+        {
+          builtIn: 1,
+          datasource: { type: 'grafana', uid: '-- Grafana --' },
+          enable: true,
+          hide: true,
+          iconColor: 'rgba(0, 211, 255, 1)',
+          name: 'Annotations & Alerts',
+          type: 'dashboard',
+        },
+      ],
     },
     description: `vLLM ${s.vllmVersion} metric names; generated by sparkctl monitoring dashboard ${s.profile}`,
     editable: true,

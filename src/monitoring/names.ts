@@ -44,9 +44,14 @@ export function vllmNames(version: string): VllmNames {
   const { exact, floor, ceil } = tablesFor(version);
   const table = (exact ?? floor ?? ceil)!;
   const out = {} as VllmNames;
-  for (const [key, names] of Object.entries(CANDIDATES) as Array<[keyof typeof CANDIDATES, (typeof CANDIDATES)[keyof typeof CANDIDATES]]>) {
+  for (const [key, names] of Object.entries(CANDIDATES) as Array<
+    [keyof typeof CANDIDATES, (typeof CANDIDATES)[keyof typeof CANDIDATES]]
+  >) {
     // a dated rename decides by the version; otherwise the table does
-    const pick = names.find((n) => (n.since ? gte(version, n.since) : Boolean(table.metrics[n.name]))) ?? names.find((n) => table.metrics[n.name]) ?? names[0]!;
+    const pick =
+      names.find((n) => (n.since ? gte(version, n.since) : Boolean(table.metrics[n.name]))) ??
+      names.find((n) => table.metrics[n.name]) ??
+      names[0]!;
     out[key] = pick.name;
   }
   if (table.metrics['vllm:engine_sleep_state']) out.sleepState = 'vllm:engine_sleep_state';

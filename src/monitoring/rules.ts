@@ -27,7 +27,9 @@ const BURN = {
 } as const;
 const WINDOWS = ['5m', '30m', '1h', '6h'] as const;
 
-/** Version-independent names of what the rules record (an operator's own panels can read these across vLLM upgrades). */
+/**
+ * Version-independent names of what the rules record (an operator's own panels can read these across vLLM upgrades).
+ */
 const RECORDED = {
   running: 'sparkctl:vllm_requests_running:sum',
   waiting: 'sparkctl:vllm_requests_waiting:sum',
@@ -41,9 +43,18 @@ const RECORDED = {
   sloErrors: (kind: 'ttft' | 'itl', window: string) => `sparkctl:vllm_${kind}_slo_errors:ratio_rate${window}`,
 };
 
-type AlertOf = (name: string, expr: string, forDur: string, severity: 'critical' | 'warning', summary: string, description: string) => AlertingRule;
+type AlertOf = (
+  name: string,
+  expr: string,
+  forDur: string,
+  severity: 'critical' | 'warning',
+  summary: string,
+  description: string,
+) => AlertingRule;
 
-/** sparkctl watch's own textfile: the watcher stopped ticking, gave up on a replica, or a replica stays dead or wedged. */
+/**
+ * sparkctl watch's own textfile: the watcher stopped ticking, gave up on a replica, or a replica stays dead or wedged.
+ */
 function watcherAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
   // the profile's replicas are PROFILE-N (a profile name is [a-z0-9._-]: a dot is the only regex character)
   const target = `target=~${str(`${s.profile.replace(/\./g, '\\.')}-[0-9]+`)}`;
@@ -123,8 +134,10 @@ export function renderRules(s: MonitoringSpec): RuleFile {
   const model = `model_name=${str(s.servedName)}`;
   const probe = `target=~${str(s.probeTargets)}`;
   const by = 'model_name, instance';
-  const quantile = (q: number, h: string) => `histogram_quantile(${q}, sum by (model_name, le) (rate(${h}_bucket{${model}}[5m])))`;
-  const errors = (h: string, bound: number, w: string) => `1 - (sum by (model_name) (rate(${h}_bucket{${model}, ${leMatcher(bound)}}[${w}])) / sum by (model_name) (rate(${h}_count{${model}}[${w}])))`;
+  const quantile = (q: number, h: string) =>
+    `histogram_quantile(${q}, sum by (model_name, le) (rate(${h}_bucket{${model}}[5m])))`;
+  const errors = (h: string, bound: number, w: string) =>
+    `1 - (sum by (model_name) (rate(${h}_bucket{${model}, ${leMatcher(bound)}}[${w}])) / sum by (model_name) (rate(${h}_count{${model}}[${w}])))`;
 
   const recording: RecordingRule[] = [
     { record: RECORDED.running, expr: `sum by (${by}) (${n.running}{${model}})` },
@@ -155,7 +168,10 @@ export function renderRules(s: MonitoringSpec): RuleFile {
   const burn = (kind: 'ttft' | 'itl', speed: keyof typeof BURN) => {
     const b = BURN[speed];
     const limit = num(b.factor * budget);
-    const label = kind === 'ttft' ? `time to first token <= ${s.slo.ttftSeconds} s` : `inter-token latency <= ${s.slo.itlSeconds} s`;
+    const label =
+      kind === 'ttft'
+        ? `time to first token <= ${s.slo.ttftSeconds} s`
+        : `inter-token latency <= ${s.slo.itlSeconds} s`;
     return alert(
       `Vllm${kind === 'ttft' ? 'Ttft' : 'Itl'}SloBurn${speed === 'fast' ? 'Fast' : 'Slow'}`,
       `${RECORDED.sloErrors(kind, b.long)}{${model}} > ${limit} and on (model_name) ${RECORDED.sloErrors(kind, b.short)}{${model}} > ${limit}`,
@@ -167,7 +183,8 @@ export function renderRules(s: MonitoringSpec): RuleFile {
   };
   // a server in vLLM's sleep mode (its gauge says awake 0) raises none of the alerts read from its own
   // metrics: a request sent to it straight waits in its queue until it is woken, as sleep mode means
-  const awake = (expr: string) => (n.sleepState ? `${expr} unless on (${by}) (${n.sleepState}{${model}, sleep_state="awake"} == 0)` : expr);
+  const awake = (expr: string) =>
+    n.sleepState ? `${expr} unless on (${by}) (${n.sleepState}{${model}, sleep_state="awake"} == 0)` : expr;
   const textfile = `file=~${str(`(.*/)?${s.textfile.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)}`;
   const t = s.thresholds;
 

@@ -21,14 +21,21 @@ export function renderScrape(s: MonitoringSpec, o: ScrapeOptions): { scrape_conf
   const labels = { profile: s.profile };
   const host = o.host.includes(':') && !o.host.startsWith('[') ? `[${o.host}]` : o.host;
   const router = o.router ?? (s.router ? `${host}:${s.router.metricsPort}` : undefined);
-  // replicas on Unix sockets: each through the router's stats listener at its own path (__metrics_path__),
-  // named by its instance label (one address for all of them would merge their series)
-  // (the profile's own router's stats listener, which serves those paths, even where --router-stats names another HAProxy)
+  // replicas on Unix sockets: each through the router's stats listener at its own path (__metrics_path__), named by its
+  // instance label (one address for all of them would merge their series) (the profile's own router's stats listener,
+  // which serves those paths, even where --router-stats names another HAProxy)
   const own = s.router ? `${host}:${s.router.metricsPort}` : undefined;
   const replicas =
-    s.viaRouter && own ? s.viaRouter.map((r) => ({ targets: [own], labels: { ...labels, instance: r.name, __metrics_path__: r.path } })) : [{ targets: s.ports.map((p) => `${host}:${p}`), labels }];
+    s.viaRouter && own
+      ? s.viaRouter.map((r) => ({ targets: [own], labels: { ...labels, instance: r.name, __metrics_path__: r.path } }))
+      : [{ targets: s.ports.map((p) => `${host}:${p}`), labels }];
   const jobs: ScrapeConfig[] = [{ job_name: s.job, metrics_path: '/metrics', static_configs: replicas }];
-  if (router) jobs.push({ job_name: `${s.job}-router`, metrics_path: '/metrics', static_configs: [{ targets: [router], labels }] });
+  if (router)
+    jobs.push({
+      job_name: `${s.job}-router`,
+      metrics_path: '/metrics',
+      static_configs: [{ targets: [router], labels }],
+    });
   // the job name the operator's own node_exporter job may already have; the rules do not depend on it
   jobs.push({ job_name: 'sparkctl-node', metrics_path: '/metrics', static_configs: [{ targets: [o.nodeExporter] }] });
   return { scrape_configs: jobs };

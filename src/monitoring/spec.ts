@@ -14,7 +14,9 @@ export interface MonitoringSpec {
   names: VllmNames;
   /** replica ports on the serving host */
   ports: number[];
-  /** the profile's own router (HAProxy): its public port and its Prometheus exporter; replicas and exporter on loopback */
+  /**
+   * the profile's own router (HAProxy): its public port and its Prometheus exporter; replicas and exporter on loopback
+   */
   router?: { port: number; metricsPort: number };
   /**
    * Replicas on Unix sockets (vLLM --uds behind the router): Prometheus cannot scrape a socket, so each
@@ -32,7 +34,10 @@ export interface MonitoringSpec {
   textfile: { name: string; maxAgeSeconds: number };
   gpusPerReplica: number;
   gpuHourPriceUsd?: number;
-  /** the profile's platform shares one memory between CPU and GPU (DGX Spark): the rules watch the host's memory pressure */
+  /**
+   * the profile's platform shares one memory between CPU and GPU (DGX Spark): the rules watch the host's memory
+   * pressure
+   */
   unifiedMemory?: boolean;
 }
 
@@ -49,7 +54,9 @@ const reEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 export function specFromProfile(p: Profile, o: SpecOptions): MonitoringSpec {
   const ports = Array.from({ length: o.replicas }, (_, i) => replicaAddress(p, i).port);
   // the version scraped decides whether the replicas are on sockets (vLLM --uds from 0.11) or ports
-  const plan = routed(p) ? planRouter({ ...p, engine: { ...p.engine, vllmVersion: o.vllmVersion } }, o.replicas, '/') : undefined;
+  const plan = routed(p)
+    ? planRouter({ ...p, engine: { ...p.engine, vllmVersion: o.vllmVersion } }, o.replicas, '/')
+    : undefined;
   const router = plan && { port: plan.bind.port, metricsPort: routerMetricsEndpoint(plan).port };
   const name = reEscape(p.name);
   // instances are PROFILE-i and PROFILE-router, a multi-node server is PROFILE, a --url probe is its URL
@@ -60,11 +67,18 @@ export function specFromProfile(p: Profile, o: SpecOptions): MonitoringSpec {
     vllmVersion: o.vllmVersion,
     names: vllmNames(o.vllmVersion),
     ports,
-    ...(plan?.hop.uds ? { viaRouter: plan.servers.map((sv) => ({ name: sv.name, path: replicaMetricsPath(sv.name) })) } : {}),
+    ...(plan?.hop.uds
+      ? { viaRouter: plan.servers.map((sv) => ({ name: sv.name, path: replicaMetricsPath(sv.name) })) }
+      : {}),
     job: `sparkctl-${p.name}`,
     probeTargets: `${name}(-[0-9]+|-router)?|${urls}`,
     router,
-    thresholds: { kvCacheUsageMax: p.probe.kvCacheUsageMax, waitingMax: p.probe.waitingMax, tempUnhealthyC: p.probe.tempUnhealthyC, tempCriticalC: p.probe.tempCriticalC },
+    thresholds: {
+      kvCacheUsageMax: p.probe.kvCacheUsageMax,
+      waitingMax: p.probe.waitingMax,
+      tempUnhealthyC: p.probe.tempUnhealthyC,
+      tempCriticalC: p.probe.tempCriticalC,
+    },
     slo: p.slo,
     textfile: { name: o.textfileName ?? 'sparkctl.prom', maxAgeSeconds: o.textfileMaxAgeSeconds ?? 900 },
     gpusPerReplica: p.parallel.tensor * p.parallel.pipeline,

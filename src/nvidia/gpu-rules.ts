@@ -30,6 +30,10 @@ export function gpuThrottleFindings(g: Gpu): { fails: string[]; warns: string[] 
 
 export function describeXid(events: Array<{ code: number }>): { desc: string; fatal: boolean } {
   const codes = [...new Set(events.map((e) => e.code))];
-  const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${events.filter((e) => e.code === c).length}`).join(', ');
+  const desc = codes
+    .map(
+      (c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${events.filter((e) => e.code === c).length}`,
+    )
+    .join(', ');
   return { desc, fatal: codes.some((c) => XID_FATAL.has(c)) };
 }

@@ -28,15 +28,35 @@ export function parseShowGids(text: string): ShowGidsRow[] {
     const ipv4 = f.length === 7 ? f[4] : undefined;
     const ver = f[f.length - 2];
     const ndev = f[f.length - 1]!;
-    if (!/^[\w.-]+$/.test(dev) || !/^\d+$/.test(port) || !/^\d+$/.test(index) || !GID.test(gid) || (ver !== 'v1' && ver !== 'v2') || !/^[\w.@-]+$/.test(ndev)) continue;
+    if (
+      !/^[\w.-]+$/.test(dev) ||
+      !/^\d+$/.test(port) ||
+      !/^\d+$/.test(index) ||
+      !GID.test(gid) ||
+      (ver !== 'v1' && ver !== 'v2') ||
+      !/^[\w.@-]+$/.test(ndev)
+    )
+      continue;
     if (ipv4 !== undefined && !/^\d{1,3}(\.\d{1,3}){3}$/.test(ipv4)) continue;
-    out.push({ dev, port: Number(port), index: Number(index), gid: gid.toLowerCase(), ...(ipv4 ? { ipv4 } : {}), ver, ndev });
+    out.push({
+      dev,
+      port: Number(port),
+      index: Number(index),
+      gid: gid.toLowerCase(),
+      ...(ipv4 ? { ipv4 } : {}),
+      ver,
+      ndev,
+    });
   }
   return out;
 }
 
 /** The RoCE v2 GID index of an IPv4 address on a netdev, by show_gids (what NCCL_IB_GID_INDEX must be). */
-export function v2IndexOf(rows: ShowGidsRow[], ipv4: string, ndev?: string): { dev: string; index: number } | undefined {
+export function v2IndexOf(
+  rows: ShowGidsRow[],
+  ipv4: string,
+  ndev?: string,
+): { dev: string; index: number } | undefined {
   const r = rows.find((x) => x.ipv4 === ipv4 && x.ver === 'v2' && (!ndev || x.ndev === ndev));
   return r ? { dev: r.dev, index: r.index } : undefined;
 }

@@ -13,7 +13,8 @@ export function parseProcDriverVersion(text: string | null): { version: string; 
   return { version: m[1]!, open: /Open Kernel Module/.test(first) };
 }
 
-const PLACEHOLDER = /^\[?(N\/A|Not Supported|Requested functionality has been deprecated|Unknown Error|Insufficient Permissions|GPU requires reset)\]?$/i;
+const PLACEHOLDER =
+  /^\[?(N\/A|Not Supported|Requested functionality has been deprecated|Unknown Error|Insufficient Permissions|GPU requires reset)\]?$/i;
 const isPlaceholder = (v: string | undefined) => v === undefined || v === '' || PLACEHOLDER.test(v.trim());
 
 /** The fields preflight asks for, in order (the same list as the real 2 x H200 capture). */
@@ -61,7 +62,11 @@ export function parseQueryGpu(text: string, fields: readonly string[]): Array<Re
     let parts = line.split(', ');
     if (parts.length > fields.length && nameIdx >= 0) {
       const extra = parts.length - fields.length;
-      parts = [...parts.slice(0, nameIdx), parts.slice(nameIdx, nameIdx + extra + 1).join(', '), ...parts.slice(nameIdx + extra + 1)];
+      parts = [
+        ...parts.slice(0, nameIdx),
+        parts.slice(nameIdx, nameIdx + extra + 1).join(', '),
+        ...parts.slice(nameIdx + extra + 1),
+      ];
     }
     if (parts.length !== fields.length) continue;
     const row: Record<string, string | undefined> = {};
@@ -110,7 +115,11 @@ export function parseHelpQueryGpu(text: string): Set<string> {
  * refuses either (and for a bundle recorded before).
  */
 export const SMI_Q_GSP = ['nvidia-smi', '-q', '-d', 'GSP_FIRMWARE_VERSION'] as const;
-export const SMI_FABRIC = ['nvidia-smi', '--query-gpu=pci.bus_id,fabric.state,fabric.status', '--format=csv,noheader,nounits'] as const;
+export const SMI_FABRIC = [
+  'nvidia-smi',
+  '--query-gpu=pci.bus_id,fabric.state,fabric.status',
+  '--format=csv,noheader,nounits',
+] as const;
 export const SMI_Q_FULL = ['nvidia-smi', '-q'] as const;
 
 /** The SMI_FABRIC rows: bus id -> fabric state and status ("N/A" where the GPU has no fabric). */
@@ -138,7 +147,14 @@ export function withFabric(q: SmiQ, fabric: ReadonlyMap<string, { state?: string
 export interface SmiQ {
   cudaVersion?: string;
   driverVersion?: string;
-  gpus: Array<{ busId: string; gspFirmware?: string; inforomImage?: string; fabricState?: string; fabricStatus?: string; productName?: string }>;
+  gpus: Array<{
+    busId: string;
+    gspFirmware?: string;
+    inforomImage?: string;
+    fabricState?: string;
+    fabricStatus?: string;
+    productName?: string;
+  }>;
 }
 
 /** `nvidia-smi -q`: the header's CUDA Version and, per GPU, GSP firmware, InfoROM image, fabric state. */

@@ -3,7 +3,8 @@
 /** Kernel log Xid lines: "NVRM: Xid (PCI:0000:b1:00): 79, pid=..., GPU has fallen off the bus." */
 export function parseXid(text: string): Array<{ pci: string; code: number; line: string }> {
   const out = [];
-  for (const m of text.matchAll(/NVRM: Xid \(PCI:([^)]+)\): (\d+),?([^\n]*)/g)) out.push({ pci: m[1]!, code: Number(m[2]), line: m[0].trim() });
+  for (const m of text.matchAll(/NVRM: Xid \(PCI:([^)]+)\): (\d+),?([^\n]*)/g))
+    out.push({ pci: m[1]!, code: Number(m[2]), line: m[0].trim() });
   return out;
 }
 

@@ -21,7 +21,10 @@ export interface CheckOutcome extends CheckResult {
   node?: string;
 }
 
-/** What every preflight report holds, one host's or the nodes': its checks (a node's with its node), their count, its time. */
+/**
+ * What every preflight report holds, one host's or the nodes': its checks (a node's with its node), their count, its
+ * time.
+ */
 export interface ChecksReport {
   checks: CheckOutcome[];
   summary: Record<Status, number>;

@@ -3,7 +3,8 @@ import { CONTROL_CLASS, controlsReplaced, shownEscaped, terminalText } from '../
 
 const PLAIN_COMMENT = new RegExp(`^[^${CONTROL_CLASS}"\\\\]*$`);
 
-export const useColor = (): boolean => !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
+export const useColor = (): boolean =>
+  !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
 
 const wrap = (code: number) => (s: string) => (useColor() ? `\x1b[${code}m${s}\x1b[0m` : s);
 export const c = {
@@ -44,7 +45,9 @@ export const commandLine = (...argv: string[]): string => argv.map(shellQuote).j
  * string (control characters and line separators become \n, \u2028 ...), so it stays one line.
  */
 export function commentValue(v: string): string {
-  return PLAIN_COMMENT.test(v) ? v : controlsReplaced(JSON.stringify(v), (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return PLAIN_COMMENT.test(v)
+    ? v
+    : controlsReplaced(JSON.stringify(v), (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function shellCommand(argv: string[], env: Record<string, string> = {}, multiline = true): string {

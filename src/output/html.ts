@@ -31,7 +31,8 @@ export interface Page {
   sections: Section[];
 }
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 /** JSON inside <script>: nothing in the data can close the tag or open a comment. */
 const scriptJson = (v: unknown) =>
   JSON.stringify(v)
@@ -40,7 +41,10 @@ const scriptJson = (v: unknown) =>
     .replace(/\u2028/g, '\\u2028')
     .replace(/\u2029/g, '\\u2029');
 
-/** uPlot's script and style, inlined by the bundle build (scripts/bundle.mjs): the built CLI reads nothing from node_modules. */
+/**
+ * uPlot's script and style, inlined by the bundle build (scripts/bundle.mjs): the built CLI reads nothing from
+ * node_modules.
+ */
 declare const __SPARKCTL_UPLOT_JS__: string | undefined;
 declare const __SPARKCTL_UPLOT_CSS__: string | undefined;
 
@@ -48,7 +52,8 @@ let cached: { js: string; css: string } | undefined;
 function uplot(): { js: string; css: string } {
   if (cached) return cached;
   let assets: { js: string; css: string };
-  if (typeof __SPARKCTL_UPLOT_JS__ !== 'undefined' && typeof __SPARKCTL_UPLOT_CSS__ !== 'undefined') assets = { js: __SPARKCTL_UPLOT_JS__, css: __SPARKCTL_UPLOT_CSS__ };
+  if (typeof __SPARKCTL_UPLOT_JS__ !== 'undefined' && typeof __SPARKCTL_UPLOT_CSS__ !== 'undefined')
+    assets = { js: __SPARKCTL_UPLOT_JS__, css: __SPARKCTL_UPLOT_CSS__ };
   else {
     // unbundled (tsc's dist/, the tests): from the installed package
     const req = createRequire(import.meta.url);
@@ -71,7 +76,9 @@ export function renderPage(page: Page): string {
       const parts = [`<section><h2>${esc(s.heading)}</h2>`];
       if (s.text) parts.push(...s.text.split(/\n\n+/).map((p) => `<p>${esc(p)}</p>`));
       if (s.table) {
-        parts.push('<table><thead><tr>' + s.table.header.map((h) => `<th>${esc(h)}</th>`).join('') + '</tr></thead><tbody>');
+        parts.push(
+          '<table><thead><tr>' + s.table.header.map((h) => `<th>${esc(h)}</th>`).join('') + '</tr></thead><tbody>',
+        );
         for (const r of s.table.rows) parts.push('<tr>' + r.map((c) => `<td>${esc(c)}</td>`).join('') + '</tr>');
         parts.push('</tbody></table>');
       }

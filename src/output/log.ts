@@ -42,7 +42,8 @@ export function progress(opts: { quiet?: boolean } = {}): Progress {
       // so a row that went away leaves no stale text)
       const n = Math.max(rows.length, drawn);
       let out = `${drawn > 1 ? `\x1b[${drawn - 1}A` : ''}\r`;
-      for (let i = 0; i < n; i++) out += `\x1b[2K${rows[i] === undefined ? '' : `${elapsed()} ${rows[i]}`}${i < n - 1 ? '\n' : ''}`;
+      for (let i = 0; i < n; i++)
+        out += `\x1b[2K${rows[i] === undefined ? '' : `${elapsed()} ${rows[i]}`}${i < n - 1 ? '\n' : ''}`;
       process.stderr.write(out);
       drawn = n;
       last = rows.join('\n');

@@ -14,6 +14,9 @@ export async function log(): Promise<Logger | undefined> {
   const mod = (await import('pino')) as typeof import('pino') & { default?: typeof import('pino') };
   const pino = (mod.default ?? mod) as typeof import('pino');
   // Nothing secret is ever passed to the logger; redaction is a second belt.
-  logger = (pino.pino ?? (pino as unknown as typeof pino.pino))({ level, base: { pid: process.pid }, redact: { paths: ['apiKey', '*.apiKey', '*.VLLM_API_KEY'], remove: true } }, pino.destination(2));
+  logger = (pino.pino ?? (pino as unknown as typeof pino.pino))(
+    { level, base: { pid: process.pid }, redact: { paths: ['apiKey', '*.apiKey', '*.VLLM_API_KEY'], remove: true } },
+    pino.destination(2),
+  );
   return logger;
 }

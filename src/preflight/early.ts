@@ -9,7 +9,9 @@ import { RealHost } from '../host/real.js';
 import { gatherFacts, type Facts, type GatherOptions } from './facts.js';
 import { probesFor, selectChecks } from './catalog.js';
 
-/** preflight's --probe-timeout default (verbs/preflight/flags.ts): a run with another deadline gathers its own facts. */
+/**
+ * preflight's --probe-timeout default (verbs/preflight/flags.ts): a run with another deadline gathers its own facts.
+ */
 const DEFAULT_PROBE_TIMEOUT_MS = 5000;
 
 interface Early {
@@ -43,7 +45,13 @@ export function takeEarlyFacts(host: Host, g: GatherOptions): Pick<Early, 'facts
     last = 'none';
     return undefined;
   }
-  const same = host.kind === 'real' && !g.profile && g.timeoutMs === e.timeoutMs && g.probes !== undefined && g.probes.size === e.probes.size && [...g.probes].every((p) => e.probes.has(p));
+  const same =
+    host.kind === 'real' &&
+    !g.profile &&
+    g.timeoutMs === e.timeoutMs &&
+    g.probes !== undefined &&
+    g.probes.size === e.probes.size &&
+    [...g.probes].every((p) => e.probes.has(p));
   last = same ? 'taken' : 'not-matched';
   return same ? e : undefined;
 }

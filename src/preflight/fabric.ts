@@ -72,8 +72,13 @@ function unpinged(ctx: FabricCtx): string[] {
   const out: string[] = [];
   const s = seen(ctx);
   for (const { n } of s) {
-    const lacking = allNodes(ctx.nf).filter((o) => o !== n && ctx.pings.get(n.name)?.get(fabricAddress(o))?.reach === undefined);
-    if (lacking.length) out.push(`${n.name} -> ${lacking.map((o) => o.name).join(', ')}${ctx.why?.get(n.name) ? ` (${ctx.why.get(n.name)})` : ''}`);
+    const lacking = allNodes(ctx.nf).filter(
+      (o) => o !== n && ctx.pings.get(n.name)?.get(fabricAddress(o))?.reach === undefined,
+    );
+    if (lacking.length)
+      out.push(
+        `${n.name} -> ${lacking.map((o) => o.name).join(', ')}${ctx.why?.get(n.name) ? ` (${ctx.why.get(n.name)})` : ''}`,
+      );
   }
   return out;
 }
@@ -88,7 +93,8 @@ export function couldNotCheck(blocking: boolean, missing: string[], expected: st
   };
 }
 
-const seen = (ctx: FabricCtx) => allNodes(ctx.nf).flatMap((n) => (ctx.readings.get(n.name) ? [{ n, r: ctx.readings.get(n.name)! }] : []));
+const seen = (ctx: FabricCtx) =>
+  allNodes(ctx.nf).flatMap((n) => (ctx.readings.get(n.name) ? [{ n, r: ctx.readings.get(n.name)! }] : []));
 const names = (xs: Array<{ n: NodeEntry }>) => xs.map((x) => x.n.name).join(', ');
 
 /** The MTU most nodes have (ties: the larger), the one the fabric is meant to run. */
@@ -118,7 +124,9 @@ const FABRIC_CHECKS: FabricCheck[] = [
       if (unread(ctx).length) return couldNotCheck(true, unread(ctx), 'up');
       return {
         status: 'pass',
-        observed: s.map(({ n, r }) => `${n.name} ${r.iface} up${r.speedMbps ? ` ${r.speedMbps / 1000} Gb/s` : ''}`).join(', ') + (slow.length ? ` (under 100 Gb/s: ${names(slow)})` : ''),
+        observed:
+          s.map(({ n, r }) => `${n.name} ${r.iface} up${r.speedMbps ? ` ${r.speedMbps / 1000} Gb/s` : ''}`).join(', ') +
+          (slow.length ? ` (under 100 Gb/s: ${names(slow)})` : ''),
         expected: 'up',
       };
     },
@@ -134,13 +142,22 @@ const FABRIC_CHECKS: FabricCheck[] = [
       return bad.length
         ? {
             status: 'fail',
-            observed: bad.map(({ n, r }) => `${n.name}: ${fabricAddress(n)} is not on ${r.iface} (it has ${r.addresses.join(', ') || 'no IPv4 address'})`).join('; '),
+            observed: bad
+              .map(
+                ({ n, r }) =>
+                  `${n.name}: ${fabricAddress(n)} is not on ${r.iface} (it has ${r.addresses.join(', ') || 'no IPv4 address'})`,
+              )
+              .join('; '),
             expected: 'the address of the nodes file on that interface',
             fix: 'fix fabric.address / fabric.interface in the nodes file (ip -br addr); sparkctl never changes the network configuration',
           }
         : unread(ctx).length
           ? couldNotCheck(true, unread(ctx), 'the address of the nodes file on that interface')
-          : { status: 'pass', observed: s.map(({ n, r }) => `${n.name} ${fabricAddress(n)} on ${r.iface}`).join(', '), expected: '' };
+          : {
+              status: 'pass',
+              observed: s.map(({ n, r }) => `${n.name} ${fabricAddress(n)} on ${r.iface}`).join(', '),
+              expected: '',
+            };
     },
   },
   {
@@ -149,7 +166,8 @@ const FABRIC_CHECKS: FabricCheck[] = [
     blocking: true,
     run(ctx) {
       const s = seen(ctx).filter(({ r }) => r.mtu);
-      if (!s.length) return couldNotCheck(true, unread(ctx).length ? unread(ctx) : ['no node showed an MTU'], 'one MTU end to end');
+      if (!s.length)
+        return couldNotCheck(true, unread(ctx).length ? unread(ctx) : ['no node showed an MTU'], 'one MTU end to end');
       const m = commonMtu(ctx)!;
       const odd = s.filter(({ r }) => r.mtu !== m);
       const failed: string[] = [];
@@ -193,7 +211,8 @@ const FABRIC_CHECKS: FabricCheck[] = [
     blocking: true,
     run(ctx) {
       const s = seen(ctx);
-      if (allNodes(ctx.nf).length < 2) return { status: 'skip', observed: 'one node: no fabric between nodes', expected: '' };
+      if (allNodes(ctx.nf).length < 2)
+        return { status: 'skip', observed: 'one node: no fabric between nodes', expected: '' };
       if (s.length < 2) return couldNotCheck(true, unread(ctx), 'every pair');
       const unreached = allNodes(ctx.nf).flatMap((o) => {
         const from = s.filter(({ n }) => n !== o && ctx.pings.get(n.name)?.get(fabricAddress(o))?.reach === false);
@@ -233,8 +252,17 @@ const FABRIC_CHECKS: FabricCheck[] = [
         return {
           status: 'fail',
           observed: [
-            missing.length ? `no RDMA device behind the fabric interface on ${names(missing)} (the others have ${withDev.map(({ n, r }) => `${n.name} ${fabricPort(r)!.dev}`).join(', ')})` : '',
-            inactive.length ? inactive.map(({ n, r }) => `${n.name}: ${fabricPort(r)!.dev} port ${fabricPort(r)!.port} is ${fabricPort(r)!.state} (${fabricPort(r)!.physState})`).join('; ') : '',
+            missing.length
+              ? `no RDMA device behind the fabric interface on ${names(missing)} (the others have ${withDev.map(({ n, r }) => `${n.name} ${fabricPort(r)!.dev}`).join(', ')})`
+              : '',
+            inactive.length
+              ? inactive
+                  .map(
+                    ({ n, r }) =>
+                      `${n.name}: ${fabricPort(r)!.dev} port ${fabricPort(r)!.port} is ${fabricPort(r)!.state} (${fabricPort(r)!.physState})`,
+                  )
+                  .join('; ')
+              : '',
           ]
             .filter(Boolean)
             .join('; '),
@@ -242,7 +270,11 @@ const FABRIC_CHECKS: FabricCheck[] = [
           fix: 'NCCL would mix RDMA and sockets, or fall back to TCP silently: check the cable and ibdev2netdev on those nodes (the mlx5_ib module, the port up)',
         };
       if (unread(ctx).length) return couldNotCheck(true, unread(ctx), 'ACTIVE on every node');
-      return { status: 'pass', observed: withDev.map(({ n, r }) => `${n.name} ${fabricPort(r)!.dev} ACTIVE`).join(', '), expected: 'ACTIVE on every node' };
+      return {
+        status: 'pass',
+        observed: withDev.map(({ n, r }) => `${n.name} ${fabricPort(r)!.dev} ACTIVE`).join(', '),
+        expected: 'ACTIVE on every node',
+      };
     },
   },
   {
@@ -259,7 +291,9 @@ const FABRIC_CHECKS: FabricCheck[] = [
           status: 'fail',
           observed: bad
             .map(({ n, r, g }) =>
-              g ? `${n.name}: the GID of ${fabricAddress(n)} on ${fabricPort(r)!.dev} (index ${g.index}) is ${g.type}` : `${n.name}: no GID of ${fabricAddress(n)} on ${fabricPort(r)!.dev}`,
+              g
+                ? `${n.name}: the GID of ${fabricAddress(n)} on ${fabricPort(r)!.dev} (index ${g.index}) is ${g.type}`
+                : `${n.name}: no GID of ${fabricAddress(n)} on ${fabricPort(r)!.dev}`,
             )
             .join('; '),
           expected: 'RoCE v2',
@@ -267,7 +301,13 @@ const FABRIC_CHECKS: FabricCheck[] = [
         };
       if (unread(ctx).length) return couldNotCheck(true, unread(ctx), 'RoCE v2');
       const idx = new Set(rows.map((x) => x.g!.index));
-      return { status: 'pass', observed: rows.map(({ n, g }) => `${n.name} index ${g!.index}`).join(', ') + (idx.size > 1 ? ' (it differs between nodes: set per node)' : ''), expected: 'RoCE v2' };
+      return {
+        status: 'pass',
+        observed:
+          rows.map(({ n, g }) => `${n.name} index ${g!.index}`).join(', ') +
+          (idx.size > 1 ? ' (it differs between nodes: set per node)' : ''),
+        expected: 'RoCE v2',
+      };
     },
   },
 ];
@@ -291,7 +331,11 @@ export async function gatherFabric(nf: NodesFile, signal?: AbortSignal): Promise
     nodes.map(async (n) => {
       if (!ctx.readings.get(n.name)) return;
       const targets = nodes.filter((o) => o !== n).map(fabricAddress);
-      const r = await ssh(nf, n, pingScript(targets, ctx.pingSize!), { timeoutMs: 15_000 + targets.length * 9_000, signal, maxBytes: 256 * 1024 });
+      const r = await ssh(nf, n, pingScript(targets, ctx.pingSize!), {
+        timeoutMs: 15_000 + targets.length * 9_000,
+        signal,
+        maxBytes: 256 * 1024,
+      });
       ctx.pings.set(n.name, parsePings(r.stdout));
       // the verdicts printed before a failure stand; the ones missing are "could not check", with this reason
       if (r.exitCode !== 0) why.set(n.name, `the ping step over ssh failed: ${remoteWhy(r, 1)}`);

@@ -22,7 +22,12 @@ export interface Facts {
   osRelease?: string;
   dgxRelease?: string;
   env: Record<string, string | undefined>;
-  driver: { module?: { version: string; open: boolean }; smi: 'ok' | 'not-found' | 'mismatch' | 'failed' | 'timeout'; smiMessage?: string; maxCuda?: string };
+  driver: {
+    module?: { version: string; open: boolean };
+    smi: 'ok' | 'not-found' | 'mismatch' | 'failed' | 'timeout';
+    smiMessage?: string;
+    maxCuda?: string;
+  };
   gpuFields: string[];
   gpus: Gpu[];
   smiq?: P.SmiQ;
@@ -48,7 +53,9 @@ export interface Facts {
   fabricManager: { state?: string; why?: string };
   bmc: { firmware?: string; why?: string };
   memTotalBytes?: number;
-  /** MemAvailable and the page cache (Cached): on GB10 vLLM takes MemAvailable as the GPU's free memory (mem_utils.py) */
+  /**
+   * MemAvailable and the page cache (Cached): on GB10 vLLM takes MemAvailable as the GPU's free memory (mem_utils.py)
+   */
   memAvailableBytes?: number;
   pageCacheBytes?: number;
   /** SwapTotal and SwapFree of /proc/meminfo */
@@ -56,7 +63,13 @@ export interface Facts {
   swapFreeBytes?: number;
   /** the user-space OOM daemons active (systemd-oomd, earlyoom); undefined when not read */
   oomDaemons?: string[];
-  model?: { where: string; kind: 'path' | 'hub'; files: Array<{ path: string; size: number }>; configFound: boolean; why?: string };
+  model?: {
+    where: string;
+    kind: 'path' | 'hub';
+    files: Array<{ path: string; size: number }>;
+    configFound: boolean;
+    why?: string;
+  };
   /** systeminformation's readings (CPU, memory, OS, disks, network); `why` says why a part is missing */
   system: Partial<SysinfoReadings> & { why: Partial<Record<SysinfoPart, string>> };
   probeMs: Record<string, number>;
@@ -74,7 +87,10 @@ export const PY = [
   "  [print('dist',os.path.basename(d)) for d in glob.glob(os.path.join(p,pat))]",
 ].join('\n');
 
-function modelLocation(profile: Profile | undefined, env: Record<string, string | undefined>): { where: string; kind: 'path' | 'hub' } | undefined {
+function modelLocation(
+  profile: Profile | undefined,
+  env: Record<string, string | undefined>,
+): { where: string; kind: 'path' | 'hub' } | undefined {
   if (!profile) return undefined;
   if (profile.model.path) return { where: profile.model.path, kind: 'path' };
   const hf = env.HF_HUB_CACHE ?? (env.HF_HOME ? `${env.HF_HOME}/hub` : `${env.HOME ?? '/root'}/.cache/huggingface/hub`);
@@ -160,7 +176,10 @@ interface FactSource {
   late?: boolean;
 }
 
-const cmd = (probe: ProbeName, argv: string[], timeoutMs?: (t: number) => number): FactSource => ({ probe, read: (x) => x.run(probe, argv, timeoutMs?.(x.t)) });
+const cmd = (probe: ProbeName, argv: string[], timeoutMs?: (t: number) => number): FactSource => ({
+  probe,
+  read: (x) => x.run(probe, argv, timeoutMs?.(x.t)),
+});
 const file = (probe: ProbeName, path: string): FactSource => ({ probe, read: (x) => x.file(probe, path) });
 
 type QueryGpu = Awaited<ReturnType<typeof queryGpus>>;
@@ -172,7 +191,10 @@ interface PythonInfo {
   vllmMeta: string | null;
 }
 
-/** The smi.q reading: the call that answered (the GSP section, or the whole -q) and, beside the GSP section, the fabric query. */
+/**
+ * The smi.q reading: the call that answered (the GSP section, or the whole -q) and, beside the GSP section, the fabric
+ * query.
+ */
 interface SmiQReading {
   r: CmdResult;
   fabric?: CmdResult;
@@ -194,7 +216,9 @@ const smiQ: FactSource = {
     const [gsp, fabric] = await Promise.all([run(P.SMI_Q_GSP), run(P.SMI_FABRIC)]);
     const slower = gsp.durationMs >= fabric.durationMs ? gsp : fabric;
     // a replay reports the durations recorded where the bundle was collected
-    const took = (...rs: CmdResult[]) => (x.probeMs['smi.q'] = x.host.kind === 'replay' ? rs.reduce((a, r) => a + r.durationMs, 0) : Math.round(performance.now() - started));
+    const took = (...rs: CmdResult[]) =>
+      (x.probeMs['smi.q'] =
+        x.host.kind === 'replay' ? rs.reduce((a, r) => a + r.durationMs, 0) : Math.round(performance.now() - started));
     const lost = [gsp, fabric].find((r) => r.error === 'timeout' || r.error === 'not-found');
     if (lost || (gsp.exitCode === 0 && fabric.exitCode === 0 && narrowCovers(gsp.stdout, fabric.stdout))) {
       took(slower);
@@ -259,12 +283,17 @@ const sysinfo = (part: SysinfoPart, late = false): FactSource => ({
   async read(x) {
     const name = `si.${part}` as ProbeName;
     if (!x.want(name)) return;
-    const r = x.host.sysinfo ? await x.host.sysinfo(part, { timeoutMs: x.t }) : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
+    const r = x.host.sysinfo
+      ? await x.host.sysinfo(part, { timeoutMs: x.t })
+      : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
     x.probeMs[name] = r.durationMs;
     if (r.ok) (x.system as Record<string, unknown>)[part] = r.value;
     else {
       if (r.error === 'not-collected') x.notCollected.add(name);
-      x.system.why[part] = r.error === 'not-collected' ? 'not in the bundle (collected before sparkctl recorded systeminformation)' : r.error;
+      x.system.why[part] =
+        r.error === 'not-collected'
+          ? 'not in the bundle (collected before sparkctl recorded systeminformation)'
+          : r.error;
     }
   },
 });
@@ -283,7 +312,11 @@ export const FACT_SOURCES: readonly FactSource[] = [
   cmd('smi.topo', ['nvidia-smi', 'topo', '-m']),
   smiQ,
   smiQuery,
-  cmd('smi.apps', ['nvidia-smi', '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id', '--format=csv,noheader,nounits']),
+  cmd('smi.apps', [
+    'nvidia-smi',
+    '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id',
+    '--format=csv,noheader,nounits',
+  ]),
   file('proc.driver', '/proc/driver/nvidia/version'),
   cmd('nvcc', ['nvcc', '--version']),
   cmd('which.nvcc', ['which', '-a', 'nvcc']),
@@ -295,7 +328,10 @@ export const FACT_SOURCES: readonly FactSource[] = [
   file('nccl.h', '/usr/include/nccl.h'),
   file('cudnn.h', '/usr/include/cudnn_version.h'),
   file('limits', '/proc/self/limits'),
-  { probe: 'df', read: (x) => x.run('df', ['df', '-Pk', '/dev/shm', '/', ...(x.loc?.kind === 'path' ? [topDir(x.loc.where)] : [])]) },
+  {
+    probe: 'df',
+    read: (x) => x.run('df', ['df', '-Pk', '/dev/shm', '/', ...(x.loc?.kind === 'path' ? [topDir(x.loc.where)] : [])]),
+  },
   file('conntrack.max', '/proc/sys/net/netfilter/nf_conntrack_max'),
   file('conntrack.count', '/proc/sys/net/netfilter/nf_conntrack_count'),
   file('tcp', '/proc/net/tcp'),
@@ -363,11 +399,21 @@ export class Readings {
     private readonly allowed?: readonly ProbeName[],
   ) {}
   private at(name: ProbeName): unknown {
-    if (this.allowed && !this.allowed.includes(name)) throw new Error(`a fact deriver read probe ${name}, which its reads do not name`);
+    if (this.allowed && !this.allowed.includes(name))
+      throw new Error(`a fact deriver read probe ${name}, which its reads do not name`);
     return this.m.get(name);
   }
   cmd(name: ProbeName): CmdResult {
-    return (this.at(name) as CmdResult | undefined) ?? { argv: [], stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' };
+    return (
+      (this.at(name) as CmdResult | undefined) ?? {
+        argv: [],
+        stdout: '',
+        stderr: '',
+        exitCode: null,
+        durationMs: 0,
+        error: 'not-run',
+      }
+    );
   }
   file(name: ProbeName): string | null {
     return (this.at(name) as string | null | undefined) ?? null;
@@ -382,9 +428,14 @@ export class Readings {
  * outputs). `reads` names the probes it reads: gatherFacts derives it as soon as those have answered
  * (most parts before the slowest probe ends), and holds it to them.
  */
-type FactDeriver = ((r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>) & { reads: readonly ProbeName[] };
-const deriver = (reads: readonly ProbeName[], fn: (r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>): FactDeriver =>
-  Object.assign(fn, { reads });
+type FactDeriver = ((
+  r: Readings,
+  x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> },
+) => Partial<Facts>) & { reads: readonly ProbeName[] };
+const deriver = (
+  reads: readonly ProbeName[],
+  fn: (r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>,
+): FactDeriver => Object.assign(fn, { reads });
 
 const osFacts = deriver(['uname', 'os-release', 'dgx-release', 'meminfo'], (r) => {
   const uname = r.cmd('uname');
@@ -402,7 +453,10 @@ const osFacts = deriver(['uname', 'os-release', 'dgx-release', 'meminfo'], (r) =
   };
 });
 
-/** Which user-space OOM daemons are active (systemctl is-active prints one state a unit, in order); undefined: not asked or no systemd. */
+/**
+ * Which user-space OOM daemons are active (systemctl is-active prints one state a unit, in order); undefined: not asked
+ * or no systemd.
+ */
 const oomFacts = deriver(['oomd'], (r) => {
   const x = r.cmd('oomd');
   const states = x.stdout
@@ -433,9 +487,19 @@ const driverFacts = deriver(['smi.query', 'smi.q', 'smi.topo', 'smi.apps', 'proc
             : q.r.error === 'not-collected'
               ? 'not-found'
               : 'failed';
-  const parsedQ = smiq.r.exitCode !== 0 ? undefined : smiq.fabric ? P.withFabric(P.parseSmiQ(smiq.r.stdout), P.parseFabricQuery(smiq.fabric.stdout)) : P.parseSmiQ(smiq.r.stdout);
+  const parsedQ =
+    smiq.r.exitCode !== 0
+      ? undefined
+      : smiq.fabric
+        ? P.withFabric(P.parseSmiQ(smiq.r.stdout), P.parseFabricQuery(smiq.fabric.stdout))
+        : P.parseSmiQ(smiq.r.stdout);
   return {
-    driver: { module, smi, smiMessage: smi === 'ok' ? undefined : smiText.trim().split('\n')[0] || q.r.error, maxCuda: parsedQ?.cudaVersion },
+    driver: {
+      module,
+      smi,
+      smiMessage: smi === 'ok' ? undefined : smiText.trim().split('\n')[0] || q.r.error,
+      maxCuda: parsedQ?.cudaVersion,
+    },
     gpuFields: q.fields,
     gpus: smi === 'ok' ? P.parseQueryGpu(q.r.stdout, q.fields) : [],
     smiq: parsedQ,
@@ -470,52 +534,68 @@ const cudaFacts = deriver(['nvcc', 'cuda.link', 'cuda.dirs', 'cuda.json', 'which
 });
 
 /** The libraries: the loader's cache, Python's packages, and which NCCL and cuDNN vLLM will load. */
-const libraryFacts = deriver(['ldconfig', 'python', 'ld.so.conf.d', 'nccl.h', 'cudnn.h', 'which.vllm', 'which.haproxy'], (r, { env }) => {
-  const ldconfig = r.cmd('ldconfig');
-  const py = r.get<PythonInfo>('python');
-  const ld = ldconfig.exitCode === 0 ? P.parseLdconfig(ldconfig.stdout) : [];
-  const ncclLib = ld.find((l) => /^libnccl\.so\.2$/.test(l.lib));
-  const torchPy = P.parseTorchVersionPy(py?.torchPy ?? null);
-  const ncclTorch = Object.entries(py?.dists ?? {}).find(([k]) => k.startsWith('nvidia_nccl_cu'))?.[1];
-  const cudnnPip = Object.entries(py?.dists ?? {}).find(([k]) => k.startsWith('nvidia_cudnn_cu'))?.[1];
-  const cudnnLib = ld.find((l) => /^libcudnn\.so\.\d+$/.test(l.lib));
-  const ncclSystem = P.parseHeaderVersion(r.file('nccl.h'), 'NCCL');
-  const vllmUsesPath = env.VLLM_NCCL_SO_PATH;
-  return {
-    ldconfig: ld,
-    ldSoConf: r
-      .cmd('ld.so.conf.d')
-      .stdout.split('\n')
-      .filter(Boolean)
-      .map((l) => ({ file: l.slice(0, l.indexOf(':')), line: l.slice(l.indexOf(':') + 1) })),
-    python: py ? { version: py.version, purelib: py.purelib, dists: py.dists } : undefined,
-    torch: { version: torchPy.version ?? py?.dists.torch, cuda: torchPy.cuda },
-    vllm: {
-      version: py?.dists.vllm,
-      bins: r.cmd('which.vllm').stdout.split('\n').filter(Boolean),
-      requiresTorch: py?.vllmMeta ? /^Requires-Dist: torch\s*\(?==\s*([^\s;)]+)/m.exec(py.vllmMeta)?.[1] : undefined,
-    },
-    haproxy: {
-      bins: [
-        ...new Set(
-          r
-            .cmd('which.haproxy')
-            .stdout.split('\n')
-            .map((l) => l.trim())
-            .filter((l) => l.startsWith('/')),
-        ),
-      ],
-    },
-    nccl: {
-      system: ncclSystem ?? (ncclLib ? /libnccl\.so\.(\d+\.\d+\.\d+)/.exec(ncclLib.path)?.[1] : undefined),
-      systemPath: ncclLib?.path,
-      torch: ncclTorch,
-      vllmUses: vllmUsesPath ? (/libnccl\.so\.(\d+\.\d+\.\d+)/.exec(vllmUsesPath)?.[1] ?? ncclSystem) : (ncclTorch ?? ncclSystem),
-      vllmSource: vllmUsesPath ? `VLLM_NCCL_SO_PATH=${vllmUsesPath}` : ncclTorch ? "PyTorch's bundled NCCL (nvidia-nccl wheel)" : ncclSystem ? 'the system NCCL' : undefined,
-    },
-    cudnn: { system: P.parseHeaderVersion(r.file('cudnn.h'), 'CUDNN') ?? (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined), pip: cudnnPip },
-  };
-});
+const libraryFacts = deriver(
+  ['ldconfig', 'python', 'ld.so.conf.d', 'nccl.h', 'cudnn.h', 'which.vllm', 'which.haproxy'],
+  (r, { env }) => {
+    const ldconfig = r.cmd('ldconfig');
+    const py = r.get<PythonInfo>('python');
+    const ld = ldconfig.exitCode === 0 ? P.parseLdconfig(ldconfig.stdout) : [];
+    const ncclLib = ld.find((l) => /^libnccl\.so\.2$/.test(l.lib));
+    const torchPy = P.parseTorchVersionPy(py?.torchPy ?? null);
+    const ncclTorch = Object.entries(py?.dists ?? {}).find(([k]) => k.startsWith('nvidia_nccl_cu'))?.[1];
+    const cudnnPip = Object.entries(py?.dists ?? {}).find(([k]) => k.startsWith('nvidia_cudnn_cu'))?.[1];
+    const cudnnLib = ld.find((l) => /^libcudnn\.so\.\d+$/.test(l.lib));
+    const ncclSystem = P.parseHeaderVersion(r.file('nccl.h'), 'NCCL');
+    const vllmUsesPath = env.VLLM_NCCL_SO_PATH;
+    return {
+      ldconfig: ld,
+      ldSoConf: r
+        .cmd('ld.so.conf.d')
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((l) => ({ file: l.slice(0, l.indexOf(':')), line: l.slice(l.indexOf(':') + 1) })),
+      python: py ? { version: py.version, purelib: py.purelib, dists: py.dists } : undefined,
+      torch: { version: torchPy.version ?? py?.dists.torch, cuda: torchPy.cuda },
+      vllm: {
+        version: py?.dists.vllm,
+        bins: r.cmd('which.vllm').stdout.split('\n').filter(Boolean),
+        requiresTorch: py?.vllmMeta ? /^Requires-Dist: torch\s*\(?==\s*([^\s;)]+)/m.exec(py.vllmMeta)?.[1] : undefined,
+      },
+      haproxy: {
+        bins: [
+          ...new Set(
+            r
+              .cmd('which.haproxy')
+              .stdout.split('\n')
+              .map((l) => l.trim())
+              .filter((l) => l.startsWith('/')),
+          ),
+        ],
+      },
+      nccl: {
+        system: ncclSystem ?? (ncclLib ? /libnccl\.so\.(\d+\.\d+\.\d+)/.exec(ncclLib.path)?.[1] : undefined),
+        systemPath: ncclLib?.path,
+        torch: ncclTorch,
+        vllmUses: vllmUsesPath
+          ? (/libnccl\.so\.(\d+\.\d+\.\d+)/.exec(vllmUsesPath)?.[1] ?? ncclSystem)
+          : (ncclTorch ?? ncclSystem),
+        vllmSource: vllmUsesPath
+          ? `VLLM_NCCL_SO_PATH=${vllmUsesPath}`
+          : ncclTorch
+            ? "PyTorch's bundled NCCL (nvidia-nccl wheel)"
+            : ncclSystem
+              ? 'the system NCCL'
+              : undefined,
+      },
+      cudnn: {
+        system:
+          P.parseHeaderVersion(r.file('cudnn.h'), 'CUDNN') ??
+          (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined),
+        pip: cudnnPip,
+      },
+    };
+  },
+);
 
 /** Host limits: locked memory, open files, disk, conntrack, listening ports. */
 const hostFacts = deriver(['limits', 'df', 'conntrack.max', 'conntrack.count', 'tcp', 'tcp6'], (r) => {
@@ -553,8 +633,18 @@ const serviceFacts = deriver(['dmesg', 'fabricmanager', 'ipmitool'], (r) => {
     fabricManager:
       fm.exitCode !== null
         ? { state: fm.stdout.trim() || 'unknown' }
-        : { why: fm.error === 'not-found' ? 'systemctl is not available (container?)' : fm.error === 'not-collected' ? 'not in the bundle' : fm.error },
-    bmc: bmc.exitCode === 0 ? { firmware: /Firmware Revision\s*:\s*(\S+)/.exec(bmc.stdout)?.[1] } : { why: why(bmc, 'ipmitool') },
+        : {
+            why:
+              fm.error === 'not-found'
+                ? 'systemctl is not available (container?)'
+                : fm.error === 'not-collected'
+                  ? 'not in the bundle'
+                  : fm.error,
+          },
+    bmc:
+      bmc.exitCode === 0
+        ? { firmware: /Firmware Revision\s*:\s*(\S+)/.exec(bmc.stdout)?.[1] }
+        : { why: why(bmc, 'ipmitool') },
   };
 });
 
@@ -574,13 +664,27 @@ const modelFacts = deriver(['model'], (r, { loc }) => {
       ...loc,
       files,
       configFound: files.some((f) => f.path.endsWith('/config.json')),
-      why: modelFind.exitCode !== 0 && !files.length ? (modelFind.error === 'not-collected' ? 'not in the bundle' : `${loc.where} does not exist or cannot be read`) : undefined,
+      why:
+        modelFind.exitCode !== 0 && !files.length
+          ? modelFind.error === 'not-collected'
+            ? 'not in the bundle'
+            : `${loc.where} does not exist or cannot be read`
+          : undefined,
     },
   };
 });
 
 /** Every part of the facts; a new fact is a source above and a deriver here. */
-export const FACT_DERIVERS: readonly FactDeriver[] = [osFacts, oomFacts, driverFacts, cudaFacts, libraryFacts, hostFacts, serviceFacts, modelFacts];
+export const FACT_DERIVERS: readonly FactDeriver[] = [
+  osFacts,
+  oomFacts,
+  driverFacts,
+  cudaFacts,
+  libraryFacts,
+  hostFacts,
+  serviceFacts,
+  modelFacts,
+];
 
 /** What every fact source reads through: the host, the deadline, and the timing and not-run bookkeeping. */
 function gatherContext(host: Host, opts: GatherOptions): GatherContext {
@@ -601,7 +705,14 @@ function gatherContext(host: Host, opts: GatherOptions): GatherContext {
   };
   const want = (name: ProbeName) => !opts.probes || opts.probes.has(name);
   // A probe no selected check reads is not run at all: it reads as absent, and nothing looks at it.
-  const notRun = (argv: string[]): CmdResult => ({ argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' });
+  const notRun = (argv: string[]): CmdResult => ({
+    argv,
+    stdout: '',
+    stderr: '',
+    exitCode: null,
+    durationMs: 0,
+    error: 'not-run',
+  });
   return {
     host,
     t,
@@ -653,11 +764,20 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     );
   const first = wave(FACT_SOURCES.filter((s) => !s.late));
   // Each part is derived once what it reads has answered: the work left when the slowest probe ends is its own part.
-  const parts = Promise.all(FACT_DERIVERS.map((d) => Promise.all(d.reads.map((p) => answered.get(p))).then(() => d(new Readings(read, d.reads), { loc: ctx.loc, env }))));
+  const parts = Promise.all(
+    FACT_DERIVERS.map((d) =>
+      Promise.all(d.reads.map((p) => answered.get(p))).then(() =>
+        d(new Readings(read, d.reads), { loc: ctx.loc, env }),
+      ),
+    ),
+  );
   parts.catch(() => {}); // a probe that failed rejects `first`, awaited below
   await first;
   await wave(FACT_SOURCES.filter((s) => s.late));
-  const derived = Object.assign({}, ...(await parts)) as Omit<Facts, 'host' | 'hostKind' | 'env' | 'system' | 'probeMs' | 'notCollected' | 'wallMs'>;
+  const derived = Object.assign({}, ...(await parts)) as Omit<
+    Facts,
+    'host' | 'hostKind' | 'env' | 'system' | 'probeMs' | 'notCollected' | 'wallMs'
+  >;
   return {
     host: host.name,
     hostKind: host.kind,
@@ -690,7 +810,13 @@ const NO_RUNTIME_FIX =
  * collect records them and a replay answers them). The image depends on the platform (NGC's on a DGX
  * baseline), so this runs once the platform is known. The CLI: the profile's, else podman, else docker.
  */
-export async function gatherContainerFacts(host: Host, profile: Profile, platform: { name: string }, timeoutMs: number, notCollected: Set<string>): Promise<ContainerFacts> {
+export async function gatherContainerFacts(
+  host: Host,
+  profile: Profile,
+  platform: { name: string },
+  timeoutMs: number,
+  notCollected: Set<string>,
+): Promise<ContainerFacts> {
   const [{ askContainer }, { imageFor, cliCandidates }, { cliError }] = await Promise.all([
     import('../engine/runtime/preflight.js'),
     import('../engine/runtime/container.js'),
@@ -703,8 +829,15 @@ export async function gatherContainerFacts(host: Host, profile: Profile, platfor
     const err = e as Error & { details?: string[] };
     // no image to ask about, but the runtime itself can still be missing: that is said first
     const clis = cliCandidates(profile);
-    const found = await Promise.all(clis.map((c) => host.run([c, '--version'], { timeoutMs: Math.max(timeoutMs, 5000) })));
-    if (found.every((r) => r.error === 'not-found')) return { error: `${clis.join(' and ')} ${clis.length > 1 ? 'are' : 'is'} not installed (not on PATH)`, fix: NO_RUNTIME_FIX, noRuntime: true };
+    const found = await Promise.all(
+      clis.map((c) => host.run([c, '--version'], { timeoutMs: Math.max(timeoutMs, 5000) })),
+    );
+    if (found.every((r) => r.error === 'not-found'))
+      return {
+        error: `${clis.join(' and ')} ${clis.length > 1 ? 'are' : 'is'} not installed (not on PATH)`,
+        fix: NO_RUNTIME_FIX,
+        noRuntime: true,
+      };
     return { error: err.message, fix: err.details?.[0] ?? '--set container.image=REPO:TAG' };
   }
   const run = async (argv: string[], t: number): Promise<CliResult> => {
@@ -713,7 +846,14 @@ export async function gatherContainerFacts(host: Host, profile: Profile, platfor
     const error = r.error === 'not-found' || r.error === 'timeout' ? cliError(argv, r.error, t) : r.error;
     return { code: r.exitCode, stdout: r.stdout, stderr: r.stderr, error };
   };
-  const ask = (cli: 'docker' | 'podman') => askContainer({ cli, cliArgs: profile.container?.cliArgs ?? [], image, gpu: profile.container?.gpus !== 'none', run });
+  const ask = (cli: 'docker' | 'podman') =>
+    askContainer({
+      cli,
+      cliArgs: profile.container?.cliArgs ?? [],
+      image,
+      gpu: profile.container?.gpus !== 'none',
+      run,
+    });
   const explicit = profile.container?.cli;
   const first = await ask(explicit ?? 'podman');
   if (explicit || !first.version.error?.includes('not installed')) return { answers: first };

@@ -12,7 +12,17 @@ import { stateDir } from '../util/paths.js';
 import { imagePinOfNodes } from '../engine/pins.js';
 import { planCluster, imageMismatch, readImageIds, type ClusterInputs } from '../engine/cluster/index.js';
 import { imageOnNodes } from '../engine/cluster/node-runtime.js';
-import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from '../engine/cluster/ray-plan.js';
+import {
+  allNodes,
+  fabricAddress,
+  compareCluster,
+  parseRayStatus,
+  parseRayNodes,
+  rayPython,
+  RAY_NODES_PY,
+  describeShortfall,
+  type ClusterView,
+} from '../engine/cluster/ray-plan.js';
 
 /** What one node answered: its preflight report (validated shape), its NIC and model folder. */
 export interface NodeReport {
@@ -53,7 +63,10 @@ const STATUSES: Status[] = ['pass', 'warn', 'fail', 'skip'];
 
 /** A node's `preflight --json` is 30-60 KiB; an answer past this is no report (ssh is ended there). */
 const NODE_REPORT_MAX = 4 * 1024 * 1024;
-/** The catalog has a few dozen checks: a node that lists more is not answering (and every printer of the matrix is quadratic in them). */
+/**
+ * The catalog has a few dozen checks: a node that lists more is not answering (and every printer of the matrix is
+ * quadratic in them).
+ */
 export const NODE_CHECKS_MAX = 500;
 /** One observed value or fix, as kept: longer is cut and says so. */
 const NODE_TEXT_MAX = 2000;
@@ -66,9 +79,17 @@ const GPUS_MAX = 1024;
 export const NODE_ANSWER_CHECK = 'node.answer';
 
 const cut = (s: string, n = NODE_TEXT_MAX) => (s.length > n ? `${s.slice(0, n)}... (${s.length} characters)` : s);
-/** A node's value as it is quoted in a finding: short, its control characters escaped, a number that is none said in words. */
+/**
+ * A node's value as it is quoted in a finding: short, its control characters escaped, a number that is none said in
+ * words.
+ */
 const quoted = (v: unknown): string => {
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : Number.isNaN(v) ? 'not a number' : `one past the largest a double holds (${v > 0 ? '' : '-'}1.8e308)`;
+  if (typeof v === 'number')
+    return Number.isFinite(v)
+      ? String(v)
+      : Number.isNaN(v)
+        ? 'not a number'
+        : `one past the largest a double holds (${v > 0 ? '' : '-'}1.8e308)`;
   if (typeof v === 'string') return `"${shownEscaped(v.slice(0, 60))}${v.length > 60 ? '...' : ''}"`;
   let t: string;
   try {
@@ -86,20 +107,34 @@ const quoted = (v: unknown): string => {
  * count, an answer with no check at all) becomes one failing check of its own, node.answer, so a
  * bad answer is a finding, never a pass.
  */
-export function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'summary' | 'versions' | 'checks'> | undefined {
+export function parseNodeReport(
+  text: string,
+): Pick<NodeReport, 'platform' | 'summary' | 'versions' | 'checks'> | undefined {
   let j: any;
   try {
     j = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (!j || typeof j !== 'object' || !Array.isArray(j.checks) || typeof j.summary !== 'object' || !j.summary) return undefined;
+  if (!j || typeof j !== 'object' || !Array.isArray(j.checks) || typeof j.summary !== 'object' || !j.summary)
+    return undefined;
   const problems: string[] = [];
   const checks: NonNullable<NodeReport['checks']> = [];
   let unreadable = 0;
   for (const k of j.checks.slice(0, NODE_CHECKS_MAX)) {
-    const ok = k && typeof k === 'object' && typeof k.id === 'string' && CHECK_ID.test(k.id) && k.id !== NODE_ANSWER_CHECK && STATUSES.includes(k.status);
-    if (!ok || (k.observed != null && typeof k.observed !== 'string') || (k.expected != null && typeof k.expected !== 'string') || (k.fix != null && typeof k.fix !== 'string')) {
+    const ok =
+      k &&
+      typeof k === 'object' &&
+      typeof k.id === 'string' &&
+      CHECK_ID.test(k.id) &&
+      k.id !== NODE_ANSWER_CHECK &&
+      STATUSES.includes(k.status);
+    if (
+      !ok ||
+      (k.observed != null && typeof k.observed !== 'string') ||
+      (k.expected != null && typeof k.expected !== 'string') ||
+      (k.fix != null && typeof k.fix !== 'string')
+    ) {
       unreadable++;
       continue;
     }
@@ -111,24 +146,35 @@ export function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'su
       fix: typeof k.fix === 'string' ? cut(k.fix) : null,
     });
   }
-  if (unreadable) problems.push(`${unreadable} check(s) of no known shape (an id of letters, digits, . _ -; a status pass/warn/fail/skip; text observed, expected and fix)`);
-  if (j.checks.length > NODE_CHECKS_MAX) problems.push(`${j.checks.length} checks listed, past the ${NODE_CHECKS_MAX} read (the catalog has a few dozen)`);
+  if (unreadable)
+    problems.push(
+      `${unreadable} check(s) of no known shape (an id of letters, digits, . _ -; a status pass/warn/fail/skip; text observed, expected and fix)`,
+    );
+  if (j.checks.length > NODE_CHECKS_MAX)
+    problems.push(`${j.checks.length} checks listed, past the ${NODE_CHECKS_MAX} read (the catalog has a few dozen)`);
   if (!checks.length) problems.push('no check it ran could be read');
   const said = j.summary as Record<string, unknown>;
-  const counted = Object.fromEntries(STATUSES.map((s) => [s, checks.filter((k) => k.status === s).length])) as Record<Status, number>;
+  const counted = Object.fromEntries(STATUSES.map((s) => [s, checks.filter((k) => k.status === s).length])) as Record<
+    Status,
+    number
+  >;
   const disagree = STATUSES.filter((s) => said[s] !== counted[s]);
   if (!unreadable && j.checks.length <= NODE_CHECKS_MAX && disagree.length)
-    problems.push(`its summary says ${disagree.map((s) => `${s} ${quoted(said[s])}`).join(', ')} where its checks count ${disagree.map((s) => `${s} ${counted[s]}`).join(', ')}`);
+    problems.push(
+      `its summary says ${disagree.map((s) => `${s} ${quoted(said[s])}`).join(', ')} where its checks count ${disagree.map((s) => `${s} ${counted[s]}`).join(', ')}`,
+    );
   const versions: Record<string, string | number | undefined> = {};
   const v = j.versions && typeof j.versions === 'object' ? (j.versions as Record<string, unknown>) : {};
   for (const key of VERSION_KEYS) {
     const x = v[key];
     if (x === undefined || x === null) continue;
-    if ((typeof x === 'string' && x.length <= VERSION_MAX && x.trim()) || (typeof x === 'number' && Number.isFinite(x))) versions[key] = x;
+    if ((typeof x === 'string' && x.length <= VERSION_MAX && x.trim()) || (typeof x === 'number' && Number.isFinite(x)))
+      versions[key] = x;
     else problems.push(`versions.${key} ${quoted(x)} is no version`);
   }
   if (v.gpus !== undefined) {
-    if (typeof v.gpus === 'number' && Number.isInteger(v.gpus) && v.gpus >= 0 && v.gpus <= GPUS_MAX) versions.gpus = v.gpus;
+    if (typeof v.gpus === 'number' && Number.isInteger(v.gpus) && v.gpus >= 0 && v.gpus <= GPUS_MAX)
+      versions.gpus = v.gpus;
     else problems.push(`versions.gpus ${quoted(v.gpus)} is no GPU count (a whole number 0-${GPUS_MAX})`);
   }
   if (problems.length)
@@ -138,14 +184,18 @@ export function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'su
       observed: `its preflight answer was not all readable: ${problems.join('; ')}`,
       fix: 'run sparkctl preflight --json on that node and read its output; install the same sparkctl on every node (nodes file: sparkctl)',
     });
-  const summary = Object.fromEntries(STATUSES.map((s) => [s, checks.filter((k) => k.status === s).length])) as Record<Status, number>;
+  const summary = Object.fromEntries(STATUSES.map((s) => [s, checks.filter((k) => k.status === s).length])) as Record<
+    Status,
+    number
+  >;
   const platform = typeof j.platform === 'string' && j.platform.length <= VERSION_MAX ? j.platform : undefined;
   return { platform, summary, versions, checks };
 }
 
 const reached = (ctx: NodesCtx) => ctx.reports.filter((r) => r.reached);
 /** Nodes whose report is missing: a cross-node check cannot say "on every node" past them. */
-const unreachedWhy = (ctx: NodesCtx) => ctx.reports.filter((r) => !r.reached).map((r) => `${r.node} not reached (${r.error ?? 'no report'})`);
+const unreachedWhy = (ctx: NodesCtx) =>
+  ctx.reports.filter((r) => !r.reached).map((r) => `${r.node} not reached (${r.error ?? 'no report'})`);
 
 function sameVersion(key: 'driver' | 'cuda' | 'nccl' | 'torch' | 'vllm'): NodesCheck {
   return {
@@ -163,7 +213,12 @@ function sameVersion(key: 'driver' | 'cuda' | 'nccl' | 'torch' | 'vllm'): NodesC
       }
       if (vals.size <= 1) {
         const missing = unreachedWhy(ctx);
-        if (missing.length) return couldNotCheck(true, [`${[...vals.keys()][0]} on ${r.map((x) => x.node).join(', ')}`, ...missing], 'the same on every node');
+        if (missing.length)
+          return couldNotCheck(
+            true,
+            [`${[...vals.keys()][0]} on ${r.map((x) => x.node).join(', ')}`, ...missing],
+            'the same on every node',
+          );
         return { status: 'pass', observed: `${[...vals.keys()][0]} on every node`, expected: 'the same on every node' };
       }
       const majority = [...vals.entries()].sort((a, b) => b[1].length - a[1].length)[0]!;
@@ -193,7 +248,11 @@ export const NODES_CHECKS: NodesCheck[] = [
             expected: 'every node reached',
             fix: 'check ssh (BatchMode, key, user) and that sparkctl is installed on every node (nodes file: sparkctl)',
           }
-        : { status: 'pass', observed: `${ctx.reports.length} of ${ctx.reports.length} nodes`, expected: 'every node reached' };
+        : {
+            status: 'pass',
+            observed: `${ctx.reports.length} of ${ctx.reports.length} nodes`,
+            expected: 'every node reached',
+          };
     },
   },
   ...(['driver', 'cuda', 'nccl', 'torch', 'vllm'] as const).map(sameVersion),
@@ -208,14 +267,25 @@ export const NODES_CHECKS: NodesCheck[] = [
       const r = reached(ctx)
         .map((x) => ({ node: x.node, mf: x.checks?.find((k) => k.id === 'model.files') }))
         .filter((x) => x.mf && x.mf.status !== 'skip');
-      const revOf = (mf: { status: Status; observed: string }) => /commit ([0-9a-f]{40})/.exec(mf.observed)?.[1] ?? (mf.status === 'pass' ? undefined : 'missing or incomplete');
+      const revOf = (mf: { status: Status; observed: string }) =>
+        /commit ([0-9a-f]{40})/.exec(mf.observed)?.[1] ?? (mf.status === 'pass' ? undefined : 'missing or incomplete');
       const vals = new Map<string, string[]>();
       for (const x of r) {
         const v = revOf(x.mf!);
         if (v) vals.set(v, [...(vals.get(v) ?? []), x.node]);
       }
-      if (!vals.size) return { status: 'skip', observed: 'no node reports a Hub snapshot (model.path, or no profile)', expected: 'the same commit on every node' };
-      if (vals.size === 1) return { status: 'pass', observed: `${[...vals.keys()][0]} on ${[...vals.values()][0]!.length} node(s)`, expected: 'the same commit on every node' };
+      if (!vals.size)
+        return {
+          status: 'skip',
+          observed: 'no node reports a Hub snapshot (model.path, or no profile)',
+          expected: 'the same commit on every node',
+        };
+      if (vals.size === 1)
+        return {
+          status: 'pass',
+          observed: `${[...vals.keys()][0]} on ${[...vals.values()][0]!.length} node(s)`,
+          expected: 'the same commit on every node',
+        };
       const majority = [...vals.entries()].sort((a, b) => b[1].length - a[1].length)[0]!;
       const odd = [...vals.entries()].filter(([v]) => v !== majority[0]).map(([v, ns]) => `${ns.join(', ')} has ${v}`);
       return {
@@ -291,7 +361,11 @@ export const NODES_CHECKS: NodesCheck[] = [
           expected: `${ctx.gpusNeeded}`,
           fix: 'add nodes, or fix the ones whose GPUs are missing',
         };
-      return { status: 'pass', observed: `${total} GPUs over ${r.length} nodes (needs ${ctx.gpusNeeded})`, expected: `${ctx.gpusNeeded}` };
+      return {
+        status: 'pass',
+        observed: `${total} GPUs over ${r.length} nodes (needs ${ctx.gpusNeeded})`,
+        expected: `${ctx.gpusNeeded}`,
+      };
     },
   },
   {
@@ -300,10 +374,20 @@ export const NODES_CHECKS: NodesCheck[] = [
     title: 'a running Ray cluster lists exactly the nodes and GPUs of the file',
     blocking: false,
     run(ctx) {
-      if (!ctx.ray) return { status: 'skip', observed: 'no Ray cluster running yet (serve --nodes starts it)', expected: '' };
+      if (!ctx.ray)
+        return { status: 'skip', observed: 'no Ray cluster running yet (serve --nodes starts it)', expected: '' };
       return ctx.ray.complete
-        ? { status: 'pass', observed: `${ctx.ray.nodes} nodes, ${ctx.ray.gpus} GPUs`, expected: 'every node of the file' }
-        : { status: 'fail', observed: describeShortfall(ctx.nf, ctx.ray), expected: 'every node of the file', fix: 'ray stop on every node, then sparkctl serve --nodes again' };
+        ? {
+            status: 'pass',
+            observed: `${ctx.ray.nodes} nodes, ${ctx.ray.gpus} GPUs`,
+            expected: 'every node of the file',
+          }
+        : {
+            status: 'fail',
+            observed: describeShortfall(ctx.nf, ctx.ray),
+            expected: 'every node of the file',
+            fix: 'ray stop on every node, then sparkctl serve --nodes again',
+          };
     },
   },
 ];
@@ -312,40 +396,76 @@ export function runNodesChecks(ctx: NodesCtx): CheckOutcome[] {
   return NODES_CHECKS.map((c) => {
     const t = performance.now();
     const r = c.run(ctx);
-    return { ...r, id: c.id, area: c.area, title: c.title, blocking: c.blocking, durationMs: Math.round(performance.now() - t) };
+    return {
+      ...r,
+      id: c.id,
+      area: c.area,
+      title: c.title,
+      blocking: c.blocking,
+      durationMs: Math.round(performance.now() - t),
+    };
   });
 }
 
-/** operstate's words (Documentation/ABI/testing/sysfs-class-net): up, down, unknown, dormant, lowerlayerdown, notpresent, testing */
+/**
+ * operstate's words (Documentation/ABI/testing/sysfs-class-net): up, down, unknown, dormant, lowerlayerdown,
+ * notpresent, testing
+ */
 const OPERSTATE = /^[a-z]{1,20}$/;
 /** a one-word answer (an operstate, present/missing) */
 const SHORT_ANSWER_MAX = 4096;
 
 /** Gathers every node's report over ssh, concurrently, and Ray's view from the head. */
-export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[]; modelPath?: string; signal?: AbortSignal }): Promise<{ reports: NodeReport[]; ray?: ClusterView }> {
+export async function gatherNodes(
+  nf: NodesFile,
+  opts: { sparkctlArgs: string[]; modelPath?: string; signal?: AbortSignal },
+): Promise<{ reports: NodeReport[]; ray?: ClusterView }> {
   const reports = await Promise.all(
     allNodes(nf).map(async (n): Promise<NodeReport> => {
       const base = { node: n.name, address: n.address, ifaceName: n.interface };
       const [pf, iface, model] = await Promise.all([
-        ssh(nf, n, `${nf.sparkctl} ${opts.sparkctlArgs.map(shellQuote).join(' ')}`, { timeoutMs: 60_000, signal: opts.signal, maxBytes: NODE_REPORT_MAX }),
-        ssh(nf, n, `cat /sys/class/net/${shellQuote(n.interface)}/operstate`, { timeoutMs: 30_000, signal: opts.signal, maxBytes: SHORT_ANSWER_MAX }),
+        ssh(nf, n, `${nf.sparkctl} ${opts.sparkctlArgs.map(shellQuote).join(' ')}`, {
+          timeoutMs: 60_000,
+          signal: opts.signal,
+          maxBytes: NODE_REPORT_MAX,
+        }),
+        ssh(nf, n, `cat /sys/class/net/${shellQuote(n.interface)}/operstate`, {
+          timeoutMs: 30_000,
+          signal: opts.signal,
+          maxBytes: SHORT_ANSWER_MAX,
+        }),
         opts.modelPath
-          ? ssh(nf, n, `test -f ${shellQuote(opts.modelPath + '/config.json')} && echo present || echo missing`, { timeoutMs: 30_000, signal: opts.signal, maxBytes: SHORT_ANSWER_MAX })
+          ? ssh(nf, n, `test -f ${shellQuote(opts.modelPath + '/config.json')} && echo present || echo missing`, {
+              timeoutMs: 30_000,
+              signal: opts.signal,
+              maxBytes: SHORT_ANSWER_MAX,
+            })
           : Promise.resolve(undefined),
       ]);
-      if (pf.exitCode === null || pf.exitCode === 255) return { ...base, reached: false, error: `ssh ${n.sshUser}@${n.address}: ${remoteWhy(pf, 1)}` };
+      if (pf.exitCode === null || pf.exitCode === 255)
+        return { ...base, reached: false, error: `ssh ${n.sshUser}@${n.address}: ${remoteWhy(pf, 1)}` };
       const rep = parseNodeReport(pf.stdout);
       if (!rep) {
         // exit 2 is sparkctl's own "bad input": it runs there and said why (its first line), not "is it installed?"
         const first = printable(pf.stderr ?? '')
           .split('\n')
           .find((l) => l.trim());
-        if (pf.exitCode === 2 && first) return { ...base, reached: false, error: `sparkctl on ${n.name} refused the preflight (exit 2): ${first.trim()}` };
-        return { ...base, reached: false, error: `sparkctl on ${n.name} did not answer a preflight report (is it installed there? nodes file: sparkctl: ${nf.sparkctl}): ${remoteWhy(pf, 1)}` };
+        if (pf.exitCode === 2 && first)
+          return {
+            ...base,
+            reached: false,
+            error: `sparkctl on ${n.name} refused the preflight (exit 2): ${first.trim()}`,
+          };
+        return {
+          ...base,
+          reached: false,
+          error: `sparkctl on ${n.name} did not answer a preflight report (is it installed there? nodes file: sparkctl: ${nf.sparkctl}): ${remoteWhy(pf, 1)}`,
+        };
       }
       const m = model?.stdout.trim();
       // an ssh that failed (no exit code, or ssh's own 255) read nothing: could not check, never "missing"
-      const failed = (x: { exitCode: number | null } | undefined) => x !== undefined && (x.exitCode === null || x.exitCode === 255);
+      const failed = (x: { exitCode: number | null } | undefined) =>
+        x !== undefined && (x.exitCode === null || x.exitCode === 255);
       // what the node said is hostile: only an operstate word is an operstate, only present/missing an answer
       const state = iface.exitCode === 0 ? iface.stdout.trim() : undefined;
       const stateOk = state === undefined || OPERSTATE.test(state);
@@ -373,7 +493,11 @@ export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[];
   );
   const [st, js] = await Promise.all([
     ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal: opts.signal, maxBytes: 1024 * 1024 }),
-    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${fabricAddress(nf.head)}:${nf.rayPort}`]), { timeoutMs: 30_000, signal: opts.signal, maxBytes: 1024 * 1024 }),
+    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${fabricAddress(nf.head)}:${nf.rayPort}`]), {
+      timeoutMs: 30_000,
+      signal: opts.signal,
+      maxBytes: 1024 * 1024,
+    }),
   ]);
   const counts = st.exitCode === 0 ? parseRayStatus(st.stdout) : undefined;
   const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;
@@ -381,7 +505,12 @@ export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[];
 }
 
 /** engine.runtime container: the image each node's runtime holds under the profile's name, by ID. */
-export async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?: string; set?: string[]; platform: string }, loaded?: PinnableProfile): Promise<CheckOutcome> {
+export async function sameImageCheck(
+  profile: string,
+  nf: NodesFile,
+  opts: { profiles?: string; set?: string[]; platform: string },
+  loaded?: PinnableProfile,
+): Promise<CheckOutcome> {
   // where the profile's image is pinned, every node must hold the pin's very image (by ID)
   const pin = loaded ? imagePinOfNodes(loaded, stateDir()) : {};
   const pc = planCluster(profile, nf, {
@@ -397,7 +526,14 @@ export async function sameImageCheck(profile: string, nf: NodesFile, opts: { pro
   const { image, cli } = imageOnNodes(pc)!;
   const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
   const bad = imageMismatch(image, ids);
-  const base = { id: 'nodes.same-image', area: 'nodes', title: 'the same container image (by ID) on every node', blocking: true, durationMs: 0, expected: 'one image ID everywhere' };
+  const base = {
+    id: 'nodes.same-image',
+    area: 'nodes',
+    title: 'the same container image (by ID) on every node',
+    blocking: true,
+    durationMs: 0,
+    expected: 'one image ID everywhere',
+  };
   const asPinned = pin.pinned ? ` (the pin of ${pin.ref}, ${pin.pinned.pin.at})` : '';
   return bad
     ? {
@@ -408,7 +544,19 @@ export async function sameImageCheck(profile: string, nf: NodesFile, opts: { pro
           ? `load the pinned image on those nodes (${cli} save ${image} | ssh NODE ${cli} load), or take another image for every node: sparkctl serve ${profile} --nodes FILE --set container.image=REPO@sha256:...`
           : `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)`,
       }
-    : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };
+    : {
+        ...base,
+        status: 'pass' as const,
+        observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}`,
+      };
 }
 
-type PinnableProfile = { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string }; pinnedIn?: 'state' | 'lockfile' }; file?: string };
+type PinnableProfile = {
+  profile: {
+    name: string;
+    engine: { runtime: 'host' | 'container' };
+    container?: { image?: string };
+    pinnedIn?: 'state' | 'lockfile';
+  };
+  file?: string;
+};

@@ -73,7 +73,9 @@ export async function verifyModel(profile: Profile, where: string): Promise<{ ok
       }
     }),
   );
-  return bad.length ? { ok: false, detail: `SHA-256 mismatch: ${bad.join(', ')}` } : { ok: true, detail: `${lines.length} file(s) match ${manifest}` };
+  return bad.length
+    ? { ok: false, detail: `SHA-256 mismatch: ${bad.join(', ')}` }
+    : { ok: true, detail: `${lines.length} file(s) match ${manifest}` };
 }
 
 /** Every port a serve of this profile takes: each replica's, and behind a router its public and stats ports. */

@@ -54,7 +54,15 @@ export function summaryLine(r: Pick<ChecksReport, 'summary' | 'wallMs'>): string
 
 /** A check as every preflight envelope lists it (a node's check: with its node). */
 export function checkJson(x: CheckOutcome) {
-  return { id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, durationMs: x.durationMs, ...(x.node !== undefined ? { node: x.node } : {}) };
+  return {
+    id: x.id,
+    status: x.status,
+    observed: x.observed,
+    expected: x.expected,
+    fix: x.fix ?? null,
+    durationMs: x.durationMs,
+    ...(x.node !== undefined ? { node: x.node } : {}),
+  };
 }
 
 export function renderReport(r: PreflightReport, opts: { verbose?: boolean } = {}): string {

@@ -10,7 +10,9 @@ import { takeEarlyFacts } from './early.js';
 import type { Profile } from '../profiles/schema.js';
 import { log } from '../output/logger.js';
 
-/** One host's report: the checks every preflight report holds (output/check.ts ChecksReport), with what this host is. */
+/**
+ * One host's report: the checks every preflight report holds (output/check.ts ChecksReport), with what this host is.
+ */
 export interface PreflightReport extends ChecksReport {
   host: string;
   hostKind: string;
@@ -23,7 +25,15 @@ export interface PreflightReport extends ChecksReport {
   system: Omit<Facts['system'], 'why'>;
   summary: { pass: number; warn: number; fail: number; skip: number };
   /** what must match across the nodes of a multi-node cluster */
-  versions: { driver?: string; cuda?: string; nccl?: string; torch?: string; vllm?: string; gpu?: string; gpus: number };
+  versions: {
+    driver?: string;
+    cuda?: string;
+    nccl?: string;
+    torch?: string;
+    vllm?: string;
+    gpu?: string;
+    gpus: number;
+  };
   wallMs: number;
   factsMs: number;
 }
@@ -68,7 +78,8 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
       ? await gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected)
       : undefined;
   if (asked) facts.container = asked;
-  const ctx = opts.profile && withProfile ? withProfile.buildCtx(facts, platform, opts.profile) : baseCtx(facts, platform);
+  const ctx =
+    opts.profile && withProfile ? withProfile.buildCtx(facts, platform, opts.profile) : baseCtx(facts, platform);
   if (opts.holders) ctx.holders = opts.holders;
   if (asked && 'answers' in asked) ctx.container = await judgeAnswers(asked.answers, ctx.groups, opts.profile);
   await modelFiles(host, opts, selected, facts, ctx, withProfile);
@@ -78,7 +89,10 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
   const checks = runChecks(selected, CHECKS, ctx, facts, { rt, noHostGpu, noDriver });
   const summary = { pass: 0, warn: 0, fail: 0, skip: 0 };
   for (const c of checks) summary[c.status]++;
-  (await log())?.debug({ probeMs: facts.probeMs, factsMs: facts.wallMs, platform: platform.name, reason }, 'preflight facts');
+  (await log())?.debug(
+    { probeMs: facts.probeMs, factsMs: facts.wallMs, platform: platform.name, reason },
+    'preflight facts',
+  );
   const versions = {
     driver: facts.driver.module?.version ?? facts.gpus[0]?.driver_version,
     cuda: facts.cuda.nvcc,
@@ -107,40 +121,79 @@ type Ctx = ReturnType<Awaited<typeof import('./verdict.js')>['baseCtx']>;
 type Traits = import('../engine/runtime/traits.js').RuntimeTraits;
 
 /** The container CLI's answers judged for the GPUs the profile's groups use. */
-async function judgeAnswers(answers: import('../engine/runtime/preflight.js').ContainerAnswers, groups: number[][], profile: Profile | undefined) {
-  const [{ judgeContainer }, { containerGpuUse }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
+async function judgeAnswers(
+  answers: import('../engine/runtime/preflight.js').ContainerAnswers,
+  groups: number[][],
+  profile: Profile | undefined,
+) {
+  const [{ judgeContainer }, { containerGpuUse }] = await Promise.all([
+    import('../engine/runtime/preflight.js'),
+    import('../engine/runtime/container.js'),
+  ]);
   const gpus = [...new Set(groups.flat())].sort((a, b) => a - b);
   const use = containerGpuUse(profile ?? {}, 'vllm');
   return judgeContainer(answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
 }
 
-/** model.files on a real host: a Hub model's snapshot file by file (with --verify, each blob against its name), or a local folder verified. */
-async function modelFiles(host: Host, opts: PreflightOptions, selected: readonly CheckMeta[], facts: Facts, ctx: Ctx, withProfile: typeof import('./profile-ctx.js') | undefined): Promise<void> {
+/**
+ * model.files on a real host: a Hub model's snapshot file by file (with --verify, each blob against its name), or a
+ * local folder verified.
+ */
+async function modelFiles(
+  host: Host,
+  opts: PreflightOptions,
+  selected: readonly CheckMeta[],
+  facts: Facts,
+  ctx: Ctx,
+  withProfile: typeof import('./profile-ctx.js') | undefined,
+): Promise<void> {
   if (host.kind !== 'real' || !opts.profile || !facts.model || !selected.some((c) => c.id === 'model.files')) return;
   if (opts.profile.model.id && facts.model.kind === 'hub') {
     const { inspectSnapshot } = await import('../model/snapshot.js');
-    ctx.snapshot = await inspectSnapshot(dirname(facts.model.where), opts.profile.model.id, opts.profile.model.revision ?? 'main', { verify: opts.verify });
+    ctx.snapshot = await inspectSnapshot(
+      dirname(facts.model.where),
+      opts.profile.model.id,
+      opts.profile.model.revision ?? 'main',
+      { verify: opts.verify },
+    );
     ctx.snapshotVerified = Boolean(opts.verify);
   }
-  if (opts.verify && withProfile && facts.model.kind !== 'hub') ctx.verify = await withProfile.verifyModel(opts.profile, facts.model.where);
+  if (opts.verify && withProfile && facts.model.kind !== 'hub')
+    ctx.verify = await withProfile.verifyModel(opts.profile, facts.model.where);
 }
 
-/** Each selected check run on the context, or skipped with why: a GPU the runtime does not use, no driver, not in the bundle, the other runtime's. */
-function runChecks(selected: readonly CheckMeta[], all: readonly Check[], ctx: Ctx, facts: Facts, o: { rt?: Traits; noHostGpu?: string; noDriver: boolean }): CheckOutcome[] {
+/**
+ * Each selected check run on the context, or skipped with why: a GPU the runtime does not use, no driver, not in the
+ * bundle, the other runtime's.
+ */
+function runChecks(
+  selected: readonly CheckMeta[],
+  all: readonly Check[],
+  ctx: Ctx,
+  facts: Facts,
+  o: { rt?: Traits; noHostGpu?: string; noDriver: boolean },
+): CheckOutcome[] {
   const { rt, noHostGpu, noDriver } = o;
   const byId = new Map(all.map((c) => [c.id, c]));
   return selected.map((m) => {
     const c = byId.get(m.id) as Check;
     let r: CheckResult;
-    if (noHostGpu && (c.needsGpu || ['driver', 'gpu', 'cuda', 'firmware'].includes(c.area))) r = { status: 'skip', observed: noHostGpu, expected: '' };
+    if (noHostGpu && (c.needsGpu || ['driver', 'gpu', 'cuda', 'firmware'].includes(c.area)))
+      r = { status: 'skip', observed: noHostGpu, expected: '' };
     else if (c.needsGpu && noDriver) r = { status: 'skip', observed: 'no NVIDIA driver is loaded', expected: '' };
-    else if (c.probes.every((p) => facts.notCollected.has(p))) r = { status: 'skip', observed: `not in the bundle (${c.probes.join(', ')} not collected)`, expected: '' };
+    else if (c.probes.every((p) => facts.notCollected.has(p)))
+      r = { status: 'skip', observed: `not in the bundle (${c.probes.join(', ')} not collected)`, expected: '' };
     else if (rt && c.runsOn && c.runsOn !== rt.runtime) r = { status: 'skip', observed: rt.why, expected: '' };
     else {
       try {
         r = c.run(ctx);
       } catch (e) {
-        r = { status: 'fail', observed: `check crashed: ${(e as Error).message}`, expected: '', fix: 'report this as a sparkctl bug, with `sparkctl collect --out DIR`' };
+        r = {
+          status: 'fail',
+          observed: `check crashed: ${(e as Error).message}`,
+          expected: '',
+          fix: 'report this as a sparkctl bug, with `sparkctl collect --out DIR`',
+        };
       }
     }
     const durationMs = Math.max(0, ...c.probes.map((p) => facts.probeMs[p] ?? 0));

@@ -7,8 +7,13 @@ import type { Platform, Profile } from '../profiles/schema.js';
 import { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from '../profiles/platforms.js';
 import { satisfies } from '../profiles/versions.js';
 
-export function detectPlatform(f: Facts, requested: string | undefined, profile?: Profile): { platform: Platform; reason: string } {
-  if (requested && requested !== 'auto') return { platform: loadPlatform(requested), reason: `--platform ${requested}` };
+export function detectPlatform(
+  f: Facts,
+  requested: string | undefined,
+  profile?: Profile,
+): { platform: Platform; reason: string } {
+  if (requested && requested !== 'auto')
+    return { platform: loadPlatform(requested), reason: `--platform ${requested}` };
   const name = f.gpus[0]?.name;
   const arch = f.arch;
   if (name) {
@@ -16,13 +21,22 @@ export function detectPlatform(f: Facts, requested: string | undefined, profile?
     const drv = f.driver.module?.version ?? f.gpus[0]?.driver_version;
     const best = cands.find((p) => drv && satisfies(drv, p.driver as never)) ?? cands[0];
     if (best) {
-      return { platform: best, reason: `${f.gpus.length} x ${name}${arch ? ` on ${arch}` : ''}${drv ? `, driver ${drv}` : ''} matches ${best.name} (${best.description})` };
+      return {
+        platform: best,
+        reason: `${f.gpus.length} x ${name}${arch ? ` on ${arch}` : ''}${drv ? `, driver ${drv}` : ''} matches ${best.name} (${best.description})`,
+      };
     }
     const fallback = loadPlatform(profile?.platform ?? DEFAULT_PLATFORM);
-    return { platform: fallback, reason: `no shipped baseline matches ${name}${arch ? ` on ${arch}` : ''}; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
+    return {
+      platform: fallback,
+      reason: `no shipped baseline matches ${name}${arch ? ` on ${arch}` : ''}; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}`,
+    };
   }
   const fallback = loadPlatform(profile?.platform ?? DEFAULT_PLATFORM);
-  return { platform: fallback, reason: `no GPU visible; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
+  return {
+    platform: fallback,
+    reason: `no GPU visible; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}`,
+  };
 }
 
 /** What the checks read without a profile: the facts and the baseline. */

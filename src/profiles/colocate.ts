@@ -58,7 +58,11 @@ export interface ServerNeed {
 
 /** What one server takes of this GPU, bytes (its CUDA context included). Pure. */
 export function needBytes(s: ServerNeed, gpu: Pick<GpuMemory, 'totalBytes' | 'driverBytes' | 'unified'>): number {
-  return (s.kvCacheMemoryBytes !== undefined ? s.weightsBytes + s.kvCacheMemoryBytes + s.reserveBytes : s.share * shareBase(gpu)) + CONTEXT_BYTES;
+  return (
+    (s.kvCacheMemoryBytes !== undefined
+      ? s.weightsBytes + s.kvCacheMemoryBytes + s.reserveBytes
+      : s.share * shareBase(gpu)) + CONTEXT_BYTES
+  );
 }
 
 /** The servers' room on this GPU: its total less the driver's part, or (a Spark) 0.8 of it. */
@@ -69,7 +73,13 @@ export function usableBytes(gpu: GpuMemory): number {
 /** A profile's need on a GPU of this size, from the planner's figures. */
 export function serverNeed(name: string, p: Profile, gpuBytes: number, facts?: ModelFacts): ServerNeed {
   const plan = planMemory(p, gpuBytes, facts);
-  return { name, share: p.engine.gpuMemoryUtilization, kvCacheMemoryBytes: p.engine.kvCacheMemoryBytes, weightsBytes: plan.weightsPerGpuBytes, reserveBytes: plan.reserveBytes };
+  return {
+    name,
+    share: p.engine.gpuMemoryUtilization,
+    kvCacheMemoryBytes: p.engine.kvCacheMemoryBytes,
+    weightsBytes: plan.weightsPerGpuBytes,
+    reserveBytes: plan.reserveBytes,
+  };
 }
 
 interface Colocation {
@@ -117,9 +127,19 @@ export function judgeColocation(gpu: GpuMemory, running: ServerNeed[], newcomer:
   // a share too small for its own weights and reserve is the planner's finding, said here too
   for (const s of all)
     if (s.kvCacheMemoryBytes === undefined && s.share * shareBase(gpu) <= s.weightsBytes + s.reserveBytes)
-      problems.push(`${s.name}: ${s.share} x ${g(shareBase(gpu))} = ${g(s.share * shareBase(gpu))} leaves no KV cache after ${g(s.weightsBytes)} of weights and ${g(s.reserveBytes)} of reserve`);
+      problems.push(
+        `${s.name}: ${s.share} x ${g(shareBase(gpu))} = ${g(s.share * shareBase(gpu))} leaves no KV cache after ${g(s.weightsBytes)} of weights and ${g(s.reserveBytes)} of reserve`,
+      );
   const summary = `${needs.map((x) => `${x.name} ${g(x.bytes)}`).join(' + ')} = ${g(sum)} of ${g(room)}${gpu.freeBytes !== undefined ? ` (${g(gpu.freeBytes)} free now)` : ''}`;
-  return { fits: problems.length === 0, needs, sumBytes: sum, usableBytes: room, freeBytes: gpu.freeBytes, problems, summary };
+  return {
+    fits: problems.length === 0,
+    needs,
+    sumBytes: sum,
+    usableBytes: room,
+    freeBytes: gpu.freeBytes,
+    problems,
+    summary,
+  };
 }
 
 /** The largest share that would still fit next to `running` (for the fix a refusal prints). */

@@ -36,7 +36,9 @@ function profileName(t: ModelTarget): string {
 }
 
 const tpCandidates = (f: ModelFacts, gpus: number) =>
-  Array.from({ length: gpus }, (_, i) => i + 1).filter((tp) => f.attentionHeads % tp === 0 && (f.mla || f.kvHeads % tp === 0 || tp % f.kvHeads === 0));
+  Array.from({ length: gpus }, (_, i) => i + 1).filter(
+    (tp) => f.attentionHeads % tp === 0 && (f.mla || f.kvHeads % tp === 0 || tp % f.kvHeads === 0),
+  );
 
 /**
  * The memory share of a generated profile: the schema's 0.9 on a GPU of its own; on unified memory
@@ -45,7 +47,9 @@ const tpCandidates = (f: ModelFacts, gpus: number) =>
  */
 function defaultShare(unified: boolean | undefined, why: string[]): number | undefined {
   if (!unified) return undefined;
-  why.push(`memory share ${SPARK_MAX_SHARE}: unified memory, shared with the OS and the page cache (the most sparkctl lets the servers of a Spark take)`);
+  why.push(
+    `memory share ${SPARK_MAX_SHARE}: unified memory, shared with the OS and the page cache (the most sparkctl lets the servers of a Spark take)`,
+  );
   return SPARK_MAX_SHARE;
 }
 
@@ -56,7 +60,12 @@ interface Choice {
 }
 
 /** The profile sparkctl would write for this model on this host. */
-export function profileForModel(t: ModelTarget, f: ModelFacts, host: HostShape, opts: { unified?: boolean } = {}): Choice {
+export function profileForModel(
+  t: ModelTarget,
+  f: ModelFacts,
+  host: HostShape,
+  opts: { unified?: boolean } = {},
+): Choice {
   const why: string[] = [];
   const share = defaultShare(opts.unified, why);
   const base = (tp: number, maxModelLen?: number) =>
@@ -78,8 +87,13 @@ export function profileForModel(t: ModelTarget, f: ModelFacts, host: HostShape, 
   let tp = cands.find(ok);
   if (tp === undefined) {
     tp = cands[cands.length - 1] ?? 1;
-    why.push(`no TP up to ${host.gpus} GPUs leaves room for ${want} tokens; TP ${tp} is the largest that divides the ${f.attentionHeads} heads`);
-  } else why.push(`TP ${tp}: the smallest that divides the ${f.attentionHeads} attention heads and fits ${(host.gpuMemoryBytes / 1024 ** 3).toFixed(0)} GiB GPUs`);
+    why.push(
+      `no TP up to ${host.gpus} GPUs leaves room for ${want} tokens; TP ${tp} is the largest that divides the ${f.attentionHeads} heads`,
+    );
+  } else
+    why.push(
+      `TP ${tp}: the smallest that divides the ${f.attentionHeads} attention heads and fits ${(host.gpuMemoryBytes / 1024 ** 3).toFixed(0)} GiB GPUs`,
+    );
   const plan = planMemory(base(tp), host.gpuMemoryBytes, f);
   const { maxModelLen, why: lenWhy } = chosenMaxModelLen(plan, f.maxContext, '');
   why.push(lenWhy);
@@ -94,9 +108,17 @@ export function profileForModel(t: ModelTarget, f: ModelFacts, host: HostShape, 
  * QSFP link, vLLM's own multi-node launch: sparkrun, NVIDIA's two-Spark playbook). TP over all the
  * GPUs where it divides the attention heads; else TP within a node and PP across nodes.
  */
-export function clusterProfileForModel(t: ModelTarget, f: ModelFacts, nodes: number, gpusPerNode: number, gpuMemoryBytes: number, opts: { unified?: boolean } = {}): Choice {
+export function clusterProfileForModel(
+  t: ModelTarget,
+  f: ModelFacts,
+  nodes: number,
+  gpusPerNode: number,
+  gpuMemoryBytes: number,
+  opts: { unified?: boolean } = {},
+): Choice {
   const world = nodes * gpusPerNode;
-  const divides = (tp: number) => f.attentionHeads % tp === 0 && (f.mla || f.kvHeads % tp === 0 || tp % f.kvHeads === 0);
+  const divides = (tp: number) =>
+    f.attentionHeads % tp === 0 && (f.mla || f.kvHeads % tp === 0 || tp % f.kvHeads === 0);
   const [tensor, pipeline] = divides(world) ? [world, 1] : [gpusPerNode, nodes];
   const why = [
     tensor === world
@@ -130,7 +152,10 @@ function chosenMaxModelLen(
   over: string,
 ): { maxModelLen: number; why: string } {
   if (!plan.notModelled && (plan.availableKvBytes <= 0 || plan.largestMaxModelLen < 1) && !plan.fits)
-    return { maxModelLen: maxContext, why: `max model len left at the model's context (${maxContext}): no KV cache fits${over} at all (the plan's error says what can)` };
+    return {
+      maxModelLen: maxContext,
+      why: `max model len left at the model's context (${maxContext}): no KV cache fits${over} at all (the plan's error says what can)`,
+    };
   const maxModelLen = plan.fits || plan.notModelled ? maxContext : Math.min(maxContext, plan.largestMaxModelLen);
   return {
     maxModelLen,
@@ -158,10 +183,17 @@ export function pickModelPort(count: number, taken: Map<number, string>): { port
       p = busy; // the loop's p++ steps past it
       continue;
     }
-    if (p === MODEL_FIRST_PORT) return { port: p, why: `port ${p}${n > 1 ? `-${p + n - 1}` : ''}: free (a model's server starts at ${MODEL_FIRST_PORT}; --set server.port=N chooses)` };
+    if (p === MODEL_FIRST_PORT)
+      return {
+        port: p,
+        why: `port ${p}${n > 1 ? `-${p + n - 1}` : ''}: free (a model's server starts at ${MODEL_FIRST_PORT}; --set server.port=N chooses)`,
+      };
     const held = [...taken.entries()].filter(([q]) => q >= MODEL_FIRST_PORT && q < p).map(([q, who]) => `${q} ${who}`);
     const shown = held.length > 3 ? [...held.slice(0, 3), `${held.length - 3} more`] : held;
-    return { port: p, why: `port ${p}${n > 1 ? `-${p + n - 1}` : ''}: the first free from ${MODEL_FIRST_PORT} up; passed over: ${shown.join('; ')}; --set server.port=N chooses` };
+    return {
+      port: p,
+      why: `port ${p}${n > 1 ? `-${p + n - 1}` : ''}: the first free from ${MODEL_FIRST_PORT} up; passed over: ${shown.join('; ')}; --set server.port=N chooses`,
+    };
   }
   return undefined;
 }

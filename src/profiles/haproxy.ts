@@ -8,11 +8,13 @@ import type { RouterBlock } from './schema.js';
 import type { z } from 'zod';
 
 /** host:port as a config line takes it ([v6]:port). */
-export const haproxyAddr = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+export const haproxyAddr = (host: string, port: number) =>
+  host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 
 /** A value for a config line, or bad input naming `what` (`who`: "router config", "gateway config"). */
 export function configValue(v: string, what: string, who: string, fix: string): string {
-  if (!/^[A-Za-z0-9._:/@+[\]-]+$/.test(v)) throw new UsageError(`${who}: ${what} ${JSON.stringify(v)} has characters a config line cannot hold`, [fix]);
+  if (!/^[A-Za-z0-9._:/@+[\]-]+$/.test(v))
+    throw new UsageError(`${who}: ${what} ${JSON.stringify(v)} has characters a config line cannot hold`, [fix]);
   return v;
 }
 
@@ -38,11 +40,21 @@ interface GlobalOptions {
  * a request on this host). Setting one threshold turns glibc's tuning of both off, so both are set. An
  * operator's own HAProxy (`sparkctl router config`) gets them from its unit (docs/router-and-gateway.md).
  */
-export const HAPROXY_MALLOC_ENV = { MALLOC_TRIM_THRESHOLD_: String(64 << 20), MALLOC_MMAP_THRESHOLD_: String(4 << 20) } as const;
+export const HAPROXY_MALLOC_ENV = {
+  MALLOC_TRIM_THRESHOLD_: String(64 << 20),
+  MALLOC_MMAP_THRESHOLD_: String(4 << 20),
+} as const;
 
 /** The global section, and a blank line. */
 export function globalSection(o: GlobalOptions): string[] {
-  const L = ['global', o.logFd !== undefined ? `    log fd@${Math.trunc(o.logFd)} format raw local0 info` : o.logStdout ? '    log stdout format raw local0 info' : '    log /dev/log local0 info'];
+  const L = [
+    'global',
+    o.logFd !== undefined
+      ? `    log fd@${Math.trunc(o.logFd)} format raw local0 info`
+      : o.logStdout
+        ? '    log stdout format raw local0 info'
+        : '    log /dev/log local0 info',
+  ];
   // One thread where Lua is loaded. A `lua-load` script runs on one Lua state shared by every thread, and
   // HAProxy before 2.6.17 touched that state's stack outside its lock when it made a stream's filter
   // (fixed upstream in 2024: "BUG/MAJOR: hlua: improper lock usage with hlua_ctx_resume()" and its
@@ -59,7 +71,14 @@ export function globalSection(o: GlobalOptions): string[] {
   return L;
 }
 
-type Timeouts = Pick<z.infer<typeof RouterBlock>, 'connectTimeoutSeconds' | 'clientTimeoutSeconds' | 'serverTimeoutSeconds' | 'tunnelTimeoutSeconds' | 'queueTimeoutSeconds'>;
+type Timeouts = Pick<
+  z.infer<typeof RouterBlock>,
+  | 'connectTimeoutSeconds'
+  | 'clientTimeoutSeconds'
+  | 'serverTimeoutSeconds'
+  | 'tunnelTimeoutSeconds'
+  | 'queueTimeoutSeconds'
+>;
 
 /**
  * The defaults section, and a blank line. Only errors and server state changes are logged, never
@@ -124,7 +143,8 @@ export interface Balance {
  * argument at a parenthesis and strips a bare double quote (measured on 2.6.12: `"(a|b)"` unquoted
  * matched without its quotes); inside the quoted argument \" is a literal quote.
  */
-export const prefixSample = (bytes: number) => `req.body,regsub('"(?s)^.*?\\"(messages|prompt|input)\\"\\s*:\\s*"',''),bytes(0,${Math.trunc(bytes)})`;
+export const prefixSample = (bytes: number) =>
+  `req.body,regsub('"(?s)^.*?\\"(messages|prompt|input)\\"\\s*:\\s*"',''),bytes(0,${Math.trunc(bytes)})`;
 
 /**
  * A backend's balance lines. prefix: bounded-load consistent hashing (Mirrokni et al., HAProxy's
@@ -134,8 +154,13 @@ export const prefixSample = (bytes: number) => `req.body,regsub('"(?s)^.*?\\"(me
  */
 export function balanceLines(b: Balance): string[] {
   if (b.balance === 'leastconn') return ['    balance leastconn'];
-  return [`    balance hash ${prefixSample(b.prefixBytes)}`, '    hash-type consistent', `    hash-balance-factor ${Math.trunc(b.hashBalanceFactor)}`];
+  return [
+    `    balance hash ${prefixSample(b.prefixBytes)}`,
+    '    hash-type consistent',
+    `    hash-balance-factor ${Math.trunc(b.hashBalanceFactor)}`,
+  ];
 }
 
 /** The balance in words, as serve and status say it. */
-export const balanceWords = (b: Balance) => (b.balance === 'leastconn' ? 'leastconn' : `prefix-hash (${b.prefixBytes} B, factor ${b.hashBalanceFactor} %)`);
+export const balanceWords = (b: Balance) =>
+  b.balance === 'leastconn' ? 'leastconn' : `prefix-hash (${b.prefixBytes} B, factor ${b.hashBalanceFactor} %)`;

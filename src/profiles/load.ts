@@ -22,7 +22,8 @@ export { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from './platforms.js';
 function findBuiltin(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'profiles', 'platforms'))) return join(dir, 'profiles');
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'profiles', 'platforms')))
+      return join(dir, 'profiles');
     dir = dirname(dir);
   }
   throw new Error('shipped profiles not found (profiles/ next to package.json)');
@@ -33,7 +34,10 @@ function profileDirs(extra?: string): string[] {
   const dirs: string[] = [];
   if (extra) {
     // A --profiles folder that is missing or not a folder is a mistake to say, not to ignore.
-    if (!isDir(extra)) throw new UsageError(`--profiles ${extra}: ${existsSync(extra) ? 'is not a folder' : 'does not exist'}`, ['give the folder that holds your profile YAML files']);
+    if (!isDir(extra))
+      throw new UsageError(`--profiles ${extra}: ${existsSync(extra) ? 'is not a folder' : 'does not exist'}`, [
+        'give the folder that holds your profile YAML files',
+      ]);
     dirs.push(resolve(extra));
   }
   for (const d of (process.env.SPARKCTL_PROFILES ?? '').split(':').filter(Boolean)) dirs.push(resolve(d));
@@ -91,7 +95,10 @@ export function applySet(raw: Record<string, unknown>, assignment: string): void
   const keys = path.split('.');
   // __proto__.x=1 would write to Object.prototype (every object of the process): never a field.
   const bad = keys.find((k) => k === '__proto__' || k === 'constructor' || k === 'prototype' || k === '');
-  if (bad !== undefined) throw new UsageError(`--set ${path}: "${bad}" is not a field of a profile`, ['fields are like engine.maxModelLen; sparkctl profiles show NAME lists them']);
+  if (bad !== undefined)
+    throw new UsageError(`--set ${path}: "${bad}" is not a field of a profile`, [
+      'fields are like engine.maxModelLen; sparkctl profiles show NAME lists them',
+    ]);
   let cur: Record<string, unknown> = raw;
   for (const k of keys.slice(0, -1)) {
     if (!Object.hasOwn(cur, k) || cur[k] === undefined) cur[k] = {};
@@ -105,7 +112,10 @@ export function applySet(raw: Record<string, unknown>, assignment: string): void
 }
 
 const at = (obj: unknown, path: ReadonlyArray<string | number>): unknown =>
-  path.reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string | number, unknown>)[k] : undefined), obj);
+  path.reduce<unknown>(
+    (o, k) => (o !== null && typeof o === 'object' ? (o as Record<string | number, unknown>)[k] : undefined),
+    obj,
+  );
 
 /** A value as a problem quotes it: short, one line; a secret-looking field's value is never shown. */
 function shown(v: unknown): string {
@@ -129,16 +139,31 @@ function zodProblems(error: z.ZodError, prefix = '', input?: unknown): Problem[]
     const v = secret ? '(value hidden)' : shown(value);
     if (issue.code === 'unrecognized_keys') {
       for (const k of issue.keys) {
-        out.push({ path: path === '(root)' ? k : `${path}.${k}`, message: 'unknown field', severity: 'error', fix: 'remove it or check its spelling against `sparkctl profiles schema`' });
+        out.push({
+          path: path === '(root)' ? k : `${path}.${k}`,
+          message: 'unknown field',
+          severity: 'error',
+          fix: 'remove it or check its spelling against `sparkctl profiles schema`',
+        });
       }
     } else if (issue.code === 'invalid_union' || issue.code === 'invalid_union_discriminator') {
       out.push({ path, message: `${v} does not match any allowed form`, severity: 'error', fix: SCHEMA_FIX });
     } else if (issue.code === 'invalid_enum_value') {
-      out.push({ path, message: `${v} is not one of ${issue.options.join(', ')}`, severity: 'error', fix: `one of ${issue.options.join(', ')}` });
+      out.push({
+        path,
+        message: `${v} is not one of ${issue.options.join(', ')}`,
+        severity: 'error',
+        fix: `one of ${issue.options.join(', ')}`,
+      });
     } else if (issue.code === 'invalid_type' && value === undefined) {
       out.push({ path, message: 'missing (a required field)', severity: 'error', fix: SCHEMA_FIX });
     } else {
-      out.push({ path, message: `${v}: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`, severity: 'error', fix: SCHEMA_FIX });
+      out.push({
+        path,
+        message: `${v}: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`,
+        severity: 'error',
+        fix: SCHEMA_FIX,
+      });
     }
   }
   return out;
@@ -169,7 +194,8 @@ export interface LoadedProfile {
  * judges it); a profile that names no platform is judged against the host it meets (validate.ts).
  */
 function unifiedShareDefault(obj: Record<string, unknown>): void {
-  if (typeof obj.platform !== 'string' || !SHIPPED_PLATFORMS.find((pl) => pl.name === obj.platform)?.gpu.unifiedMemory) return;
+  if (typeof obj.platform !== 'string' || !SHIPPED_PLATFORMS.find((pl) => pl.name === obj.platform)?.gpu.unifiedMemory)
+    return;
   const engine = obj.engine;
   if (engine !== undefined && (typeof engine !== 'object' || engine === null || Array.isArray(engine))) return; // zod says what is wrong
   const e = (engine ?? {}) as Record<string, unknown>;
@@ -181,7 +207,8 @@ function unifiedShareDefault(obj: Record<string, unknown>): void {
 
 /** Parse phase: YAML -> --set -> zod (defaults, types, unknown keys). Throws with every problem. */
 export function parseProfile(raw: unknown, file: string, sets: string[] = []): Profile {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError(`${file}: a profile is a YAML mapping`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new UsageError(`${file}: a profile is a YAML mapping`);
   const obj = structuredClone(raw) as Record<string, unknown>;
   for (const s of sets) applySet(obj, s);
   if (obj.name === undefined) obj.name = basename(file).replace(/\.ya?ml$/, '');
@@ -196,11 +223,18 @@ export function parseProfile(raw: unknown, file: string, sets: string[] = []): P
       const seen = new Set(problems.map((p) => p.path));
       problems.push(...validateProfile(rest.data).filter((p) => p.severity === 'error' && !seen.has(p.path)));
     }
-    throw new UsageError(`profile ${String(obj.name)} (${file}) is invalid: ${problems.length} problem(s)`, problems.map(formatProblem));
+    throw new UsageError(
+      `profile ${String(obj.name)} (${file}) is invalid: ${problems.length} problem(s)`,
+      problems.map(formatProblem),
+    );
   }
   // Text that would break the files generated from it is refused on every load, not only by the verbs that generate.
   const text = textProblems(res.data);
-  if (text.length) throw new UsageError(`profile ${res.data.name} (${file}) is invalid: ${text.length} problem(s)`, text.map(formatProblem));
+  if (text.length)
+    throw new UsageError(
+      `profile ${res.data.name} (${file}) is invalid: ${text.length} problem(s)`,
+      text.map(formatProblem),
+    );
   return res.data;
 }
 
@@ -216,10 +250,10 @@ export function loadProfile(nameOrFile: string, opts: { profilesDir?: string; se
   if (!found) {
     const names = listProfiles(opts.profilesDir).map((p) => p.name);
     const near = closeNames(nameOrFile, names);
-    throw new UsageError(`unknown profile "${nameOrFile}"${near.length ? `: did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : ''}`, [
-      `known profiles: ${names.join(', ')}`,
-      'add your own folder with --profiles DIR or SPARKCTL_PROFILES',
-    ]);
+    throw new UsageError(
+      `unknown profile "${nameOrFile}"${near.length ? `: did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : ''}`,
+      [`known profiles: ${names.join(', ')}`, 'add your own folder with --profiles DIR or SPARKCTL_PROFILES'],
+    );
   }
   return loadProfileFile(found.file, opts.sets);
 }
@@ -238,7 +272,8 @@ export function readPlatformFiles(dir = platformDir()): Platform[] {
     .sort()
     .map((f) => {
       const res = Platform.safeParse(readYaml(join(dir, f)));
-      if (!res.success) throw new Error(`shipped baseline ${f} is invalid: ${zodProblems(res.error).map(formatProblem).join('; ')}`);
+      if (!res.success)
+        throw new Error(`shipped baseline ${f} is invalid: ${zodProblems(res.error).map(formatProblem).join('; ')}`);
       return res.data;
     });
 }
@@ -252,6 +287,7 @@ export function loadNodesFile(file: string): NodesFile {
   }
   const names = [res.data.head, ...res.data.workers].map((n) => n.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
-  if (dup) throw new UsageError(`nodes file ${file}: node name "${dup}" appears twice`, ['give every node its own name']);
+  if (dup)
+    throw new UsageError(`nodes file ${file}: node name "${dup}" appears twice`, ['give every node its own name']);
   return res.data;
 }

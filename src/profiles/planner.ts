@@ -65,7 +65,10 @@ function planVersion(p: Profile): string {
   return v && v !== 'auto' && parseVersion(v) ? v : FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
 }
 
-/** vLLM's default --max-num-batched-tokens for the API server (arg_utils.py _get_default_max_num_batched_tokens, 0.28 table). */
+/**
+ * vLLM's default --max-num-batched-tokens for the API server (arg_utils.py _get_default_max_num_batched_tokens, 0.28
+ * table).
+ */
 function defaultMaxNumBatchedTokens(gpuMemoryBytes: number): number {
   if (gpuMemoryBytes >= 160 * GiB) return 16384;
   // >= 70 GiB and not an A100: 8192; the planner does not know the GPU's name, and an A100-80GB gets 2048
@@ -87,9 +90,15 @@ function argOf(argv: string[], flag: string): string | true | undefined {
 // a figure that ignores them.
 const KV_FLAGS: Array<[flags: string[], why: string]> = [
   [['--num-gpu-blocks-override'], 'a fixed number of KV blocks, which this planner does not model'],
-  [['--mamba-cache-dtype', '--mamba-ssm-cache-dtype', '--mamba-block-size'], 'the Mamba state dtype or block, which the plan takes from the config and the per-model hooks of vLLM only'],
+  [
+    ['--mamba-cache-dtype', '--mamba-ssm-cache-dtype', '--mamba-block-size'],
+    'the Mamba state dtype or block, which the plan takes from the config and the per-model hooks of vLLM only',
+  ],
   [['--kv-cache-dtype-skip-layers'], 'layers kept out of the quantized KV cache, which this planner does not model'],
-  [['--cpu-offload-gb', '--kv-offloading-size', '--kv-offloading-backend'], 'weights or KV offloaded to CPU memory, which this planner does not model'],
+  [
+    ['--cpu-offload-gb', '--kv-offloading-size', '--kv-offloading-backend'],
+    'weights or KV offloaded to CPU memory, which this planner does not model',
+  ],
 ];
 
 /** The first KV-changing flag of engine.extraArgs the plan does not follow, as a "not modelled" field. */
@@ -101,15 +110,25 @@ function unmodelledKvFlag(extra: string[]): { field: string; why: string } | und
   }
   const mode = argOf(extra, '--mamba-cache-mode');
   if (mode !== undefined && mode !== 'none' && mode !== 'align' && mode !== 'all')
-    return { field: 'engine.extraArgs (--mamba-cache-mode)', why: `${JSON.stringify(mode)} is not a mode vLLM has (none, align, all)` };
+    return {
+      field: 'engine.extraArgs (--mamba-cache-mode)',
+      why: `${JSON.stringify(mode)} is not a mode vLLM has (none, align, all)`,
+    };
   return undefined;
 }
 
 /** A layout from the counts alone (facts from a profile, or a profile that overrides the layer facts). */
 function layoutFromCounts(m: ModelFacts): Layout {
-  const attn = (window?: number): LayerCache => ({ kind: 'attention', kvHeads: m.kvHeads, headSize: m.headDim, headSizeV: m.headDim, window });
+  const attn = (window?: number): LayerCache => ({
+    kind: 'attention',
+    kvHeads: m.kvHeads,
+    headSize: m.headDim,
+    headSizeV: m.headDim,
+    window,
+  });
   const layers: LayerCache[][] = [];
-  for (let i = 0; i < m.kvLayers; i++) layers.push(m.mla ? [{ kind: 'mla', headSize: m.mla.kvLoraRank + m.mla.qkRopeHeadDim, sparse: false }] : [attn()]);
+  for (let i = 0; i < m.kvLayers; i++)
+    layers.push(m.mla ? [{ kind: 'mla', headSize: m.mla.kvLoraRank + m.mla.qkRopeHeadDim, sparse: false }] : [attn()]);
   for (let i = 0; i < m.slidingLayers; i++) layers.push([attn(m.slidingWindow)]);
   // linear layers whose state size is not known hold nothing the plan can count (said in the notes)
   for (let i = 0; i < m.linearLayers; i++) layers.push([]);
@@ -144,7 +163,10 @@ function declinedPlan(base: PlanBase, p: Profile, field: string, why: string): M
     largestMaxModelLen: 0,
     stateBytesPerSeq: 0,
     blockSize: p.engine.blockSize ?? 16,
-    notes: [`not modelled: ${field} (${why}); no ${base.weightsTotalBytes === 0 ? 'weight, ' : ''}KV cache or concurrency figure is stated`, ...base.weightNotes],
+    notes: [
+      `not modelled: ${field} (${why}); no ${base.weightsTotalBytes === 0 ? 'weight, ' : ''}KV cache or concurrency figure is stated`,
+      ...base.weightNotes,
+    ],
     kvGroups: [],
     numBlocks: 0,
     blocksPerRequest: 0,
@@ -153,7 +175,10 @@ function declinedPlan(base: PlanBase, p: Profile, field: string, why: string): M
   };
 }
 
-/** What the figures rest on, said under the plan: hybrid states, local-attention caps, MLA, replicated heads, a fixed KV size. */
+/**
+ * What the figures rest on, said under the plan: hybrid states, local-attention caps, MLA, replicated heads, a fixed KV
+ * size.
+ */
 function planNotes(p: Profile, m: ModelFacts, layout: Layout, kv: KvPlan, kvHeadsReplicated: boolean): string[] {
   const notes: string[] = [];
   const kvLayers = layout.layers.filter((l) => l.some((c) => c.kind === 'attention' || c.kind === 'mla')).length;
@@ -163,12 +188,24 @@ function planNotes(p: Profile, m: ModelFacts, layout: Layout, kv: KvPlan, kvHead
       `only ${kvLayers} of ${layout.layers.length} layers keep a KV cache (hybrid); the ${stateLayers} Mamba/Gated-DeltaNet layers keep a fixed state per request: ${(kv.stateBytesPerRequest / 1024 ** 2).toFixed(2)} MiB per request per GPU (mamba_cache_mode ${kv.mambaCacheMode})`,
     );
   } else if (m.linearLayers)
-    notes.push(`only ${kvLayers} of ${m.layers} layers keep a KV cache; the ${m.linearLayers} linear-attention layers keep a state per sequence that the profile's facts do not size`);
+    notes.push(
+      `only ${kvLayers} of ${m.layers} layers keep a KV cache; the ${m.linearLayers} linear-attention layers keep a state per sequence that the profile's facts do not size`,
+    );
   const local = kv.groups.filter((g) => g.kind === 'sliding' || g.kind === 'chunked');
-  if (local.length) notes.push(`${[...new Set(local.map((g) => g.label))].join(', ')}: a request holds at most window + in-flight tokens of those layers`);
-  if (m.mla) notes.push(`MLA: ${m.mla.kvLoraRank} + ${m.mla.qkRopeHeadDim} cached values per token per layer (the latent, not heads x head_dim), the same on every TP rank`);
-  if (kvHeadsReplicated) notes.push(`TP ${p.parallel.tensor} is above the ${m.kvHeads} KV heads: each GPU keeps a full copy of one KV head`);
-  if (p.engine.kvCacheMemoryBytes !== undefined) notes.push(`the KV cache is engine.kvCacheMemoryBytes (${p.engine.kvCacheMemoryBytes} B), not a share of GPU memory`);
+  if (local.length)
+    notes.push(
+      `${[...new Set(local.map((g) => g.label))].join(', ')}: a request holds at most window + in-flight tokens of those layers`,
+    );
+  if (m.mla)
+    notes.push(
+      `MLA: ${m.mla.kvLoraRank} + ${m.mla.qkRopeHeadDim} cached values per token per layer (the latent, not heads x head_dim), the same on every TP rank`,
+    );
+  if (kvHeadsReplicated)
+    notes.push(`TP ${p.parallel.tensor} is above the ${m.kvHeads} KV heads: each GPU keeps a full copy of one KV head`);
+  if (p.engine.kvCacheMemoryBytes !== undefined)
+    notes.push(
+      `the KV cache is engine.kvCacheMemoryBytes (${p.engine.kvCacheMemoryBytes} B), not a share of GPU memory`,
+    );
   return notes;
 }
 
@@ -218,11 +255,15 @@ export function planMemory(profile: Profile, gpuMemoryBytes: number, facts?: Mod
   const isMla = layout.layers.some((l) => l.some((c) => c.kind === 'mla'));
   // MLA backends pick their own block: FlashMLA (Hopper) supports only 64 (v1/attention/backends/mla/flashmla.py)
   const blockSize = p.engine.blockSize ?? (isMla ? 64 : undefined);
-  if (isMla && p.engine.blockSize === undefined) notes.push('MLA: block size 64 (FlashMLA, Hopper); other MLA backends choose their own (engine.blockSize sets it)');
+  if (isMla && p.engine.blockSize === undefined)
+    notes.push('MLA: block size 64 (FlashMLA, Hopper); other MLA backends choose their own (engine.blockSize sets it)');
   // --kv-cache-dtype auto with a ModelOpt checkpoint whose quantization_config names a KV scheme: vLLM uses that
   // (engine/arg_utils.py create_engine_config, utils/torch_utils.py resolve_kv_cache_dtype_string)
   const kvDtype = p.engine.kvCacheDtype === 'auto' && m.kvCacheDtype ? m.kvCacheDtype : p.engine.kvCacheDtype;
-  if (kvDtype !== p.engine.kvCacheDtype) notes.push(`KV cache ${kvDtype}: --kv-cache-dtype auto takes the checkpoint's quantization_config kv_cache_scheme, as vLLM does`);
+  if (kvDtype !== p.engine.kvCacheDtype)
+    notes.push(
+      `KV cache ${kvDtype}: --kv-cache-dtype auto takes the checkpoint's quantization_config kv_cache_scheme, as vLLM does`,
+    );
   let kv: KvPlan;
   try {
     kv = planKvCache({
@@ -307,7 +348,9 @@ function weightsFigure(profile: Profile, m: ModelFacts, spec?: SpecSetting): Wei
     // an unquantized checkpoint: vLLM quantizes it as it loads only for the online methods
     if (onlineScheme(q) && m.onlineFp8Bytes !== undefined) {
       bytes = m.onlineFp8Bytes;
-      notes.push(`--quantization ${q} on an unquantized checkpoint: each linear layer to fp8 as it loads (embeddings kept in ${m.dtype ?? 'the model dtype'})`);
+      notes.push(
+        `--quantization ${q} on an unquantized checkpoint: each linear layer to fp8 as it loads (embeddings kept in ${m.dtype ?? 'the model dtype'})`,
+      );
     } else
       return {
         bytes: 0,
@@ -338,16 +381,23 @@ function weightsFigure(profile: Profile, m: ModelFacts, spec?: SpecSetting): Wei
   } else if (p.engine.dtype === 'float32' && !m.quantization) bytes = m.parameters * 4;
   if (m.mtpBytes && spec && isMtpMethod(spec.method)) {
     bytes += m.mtpBytes;
-    notes.push(`${m.mtpLayers} MTP layer(s) loaded for ${spec.method} speculative decoding: ${(m.mtpBytes / GiB).toFixed(2)} GiB`);
+    notes.push(
+      `${m.mtpLayers} MTP layer(s) loaded for ${spec.method} speculative decoding: ${(m.mtpBytes / GiB).toFixed(2)} GiB`,
+    );
   } else if (m.mtpLayers && m.weightsFrom !== 'config' && m.weightsFrom !== undefined)
-    notes.push(`the checkpoint's ${m.mtpLayers} MTP layer(s) are not loaded without speculative decoding (left out of the weights)`);
+    notes.push(
+      `the checkpoint's ${m.mtpLayers} MTP layer(s) are not loaded without speculative decoding (left out of the weights)`,
+    );
   if (m.visionFrom && m.weightsFrom === 'config')
     notes.push(
       m.visionFrom === 'not counted'
         ? "the vision tower is not counted: its vision_config lacks depth, hidden_size or intermediate_size (the weights are short by it; sparkctl pull MODEL reads the files' own sizes)"
         : `the vision tower is estimated from vision_config (${((m.weightParts?.find((x) => x.part === 'vision')?.bytes ?? 0) / GiB).toFixed(2)} GiB): its blocks, patch embedding and merger, not each family's small extras`,
     );
-  if (m.quantScheme) notes.push(`weights: ${m.quantScheme}${m.quantizationFrom === 'hf_quant_config.json' ? ' (from hf_quant_config.json)' : ''}, priced per module as vLLM loads it`);
+  if (m.quantScheme)
+    notes.push(
+      `weights: ${m.quantScheme}${m.quantizationFrom === 'hf_quant_config.json' ? ' (from hf_quant_config.json)' : ''}, priced per module as vLLM loads it`,
+    );
   return { bytes, notes };
 }
 
@@ -358,20 +408,34 @@ export function weightsBytes(p: Profile, m: ModelFacts): number {
 }
 
 /** The layers a speculative method adds to the KV cache: MTP layers join the KV cache groups; n-gram adds nothing. */
-function specLayers(spec: SpecSetting | undefined, m: ModelFacts): { layers: number; note?: string } | { field: string; why: string } | undefined {
+function specLayers(
+  spec: SpecSetting | undefined,
+  m: ModelFacts,
+): { layers: number; note?: string } | { field: string; why: string } | undefined {
   if (!spec) return undefined;
-  if (isFreeMethod(spec.method)) return { layers: 0, note: `${spec.method} speculative decoding keeps no weights or KV cache of its own` };
+  if (isFreeMethod(spec.method))
+    return { layers: 0, note: `${spec.method} speculative decoding keeps no weights or KV cache of its own` };
   if (isMtpMethod(spec.method)) {
-    if (!m.mtpLayers) return { field: spec.from, why: `${spec.method}: the checkpoint's config names no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers)` };
+    if (!m.mtpLayers)
+      return {
+        field: spec.from,
+        why: `${spec.method}: the checkpoint's config names no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers)`,
+      };
     const layout = m.layout && !('notModelled' in m.layout) ? m.layout : undefined;
     if (layout?.layers.some((l) => l.some((c) => c.kind === 'mamba2' || c.kind === 'gdn')))
       return {
         field: spec.from,
         why: `${spec.method} on a hybrid model: the Mamba/GDN layers keep num_speculative_tokens more states (kv_cache_interface.py MambaSpec num_speculative_blocks), which this planner does not model`,
       };
-    return { layers: m.mtpLayers, note: `${spec.method}: the ${m.mtpLayers} MTP layer(s) keep a KV cache like the last decoder layer` };
+    return {
+      layers: m.mtpLayers,
+      note: `${spec.method}: the ${m.mtpLayers} MTP layer(s) keep a KV cache like the last decoder layer`,
+    };
   }
-  return { field: spec.from, why: `${spec.method} speculative decoding: a draft model keeps its own weights and KV cache, which this planner does not model` };
+  return {
+    field: spec.from,
+    why: `${spec.method} speculative decoding: a draft model keeps its own weights and KV cache, which this planner does not model`,
+  };
 }
 
 /** The layout with `n` draft layers (copies of the last layer's attention caches) appended. */

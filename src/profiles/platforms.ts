@@ -14,6 +14,9 @@ export function listPlatforms(): Platform[] {
 
 export function loadPlatform(name: string): Platform {
   const p = SHIPPED_PLATFORMS.find((x) => x.name === name);
-  if (!p) throw new UsageError(`unknown platform "${name}"`, [`known platforms: ${SHIPPED_PLATFORMS.map((x) => x.name).join(', ')}`]);
+  if (!p)
+    throw new UsageError(`unknown platform "${name}"`, [
+      `known platforms: ${SHIPPED_PLATFORMS.map((x) => x.name).join(', ')}`,
+    ]);
   return p as Platform;
 }

@@ -8,10 +8,32 @@ export const ProbeBlock = z
     timeoutMs: z.number().int().positive().default(D.timeoutMs),
     kvCacheUsageMax: z.number().min(0).max(1).default(D.kvCacheUsageMax),
     waitingMax: z.number().int().min(0).default(D.waitingMax),
-    gpuMemoryHeadroomPct: z.number().min(0).max(50).default(D.gpuMemoryHeadroomPct).describe('GPU memory may exceed the reserved share by this many percent'),
+    gpuMemoryHeadroomPct: z
+      .number()
+      .min(0)
+      .max(50)
+      .default(D.gpuMemoryHeadroomPct)
+      .describe('GPU memory may exceed the reserved share by this many percent'),
     tempWarnC: z.number().min(0).max(150).default(D.tempWarnC).describe('GPU temperature that warns (75 C by default)'),
-    tempUnhealthyC: z.number().min(0).max(150).default(D.tempUnhealthyC).describe('GPU temperature that makes the server unhealthy (82 C)'),
-    tempCriticalC: z.number().min(0).max(150).default(D.tempCriticalC).describe('GPU temperature reported as critical (88 C)'),
-    gpuHourPriceUsd: z.number().positive().optional().describe('What one GPU-hour costs, USD (sparkctl cost; a monthly price / 730 h)'),
+    tempUnhealthyC: z
+      .number()
+      .min(0)
+      .max(150)
+      .default(D.tempUnhealthyC)
+      .describe('GPU temperature that makes the server unhealthy (82 C)'),
+    tempCriticalC: z
+      .number()
+      .min(0)
+      .max(150)
+      .default(D.tempCriticalC)
+      .describe('GPU temperature reported as critical (88 C)'),
+    gpuHourPriceUsd: z
+      .number()
+      .positive()
+      .optional()
+      .describe('What one GPU-hour costs, USD (sparkctl cost; a monthly price / 730 h)'),
   })
-  .refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
+  .refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, {
+    message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC',
+    path: ['tempWarnC'],
+  });

@@ -39,7 +39,12 @@ export function clusterExecutor(p: Profile): 'ray' | 'native' | undefined {
 const nativeMultiNode = (vllmVersion: string) => optionStatus(targetVersion(vllmVersion), '--nnodes') === 'yes';
 
 export function parallelArgs(p: Profile): string[] {
-  const out = ['--tensor-parallel-size', String(p.parallel.tensor), '--pipeline-parallel-size', String(p.parallel.pipeline)];
+  const out = [
+    '--tensor-parallel-size',
+    String(p.parallel.tensor),
+    '--pipeline-parallel-size',
+    String(p.parallel.pipeline),
+  ];
   const ex = clusterExecutor(p);
   if (ex) out.push('--distributed-executor-backend', ex === 'ray' ? 'ray' : 'mp');
   return out;
@@ -122,17 +127,32 @@ export const MAX_SOCKET_PATH = 107;
  */
 export type ReplicaHop = { uds: true; dir: string } | { uds: false; why: string };
 
-export function replicaHop(p: Profile, stateDir: string, replicas: number, _runtime?: 'host' | 'container'): ReplicaHop {
-  if (!routed(p)) return { uds: false, why: 'no router: the server listens on server.host:server.port for its clients' };
-  const tcp = (why: string): ReplicaHop => ({ uds: false, why: `the replicas listen on loopback ports (router.replicaPort), which any local user can connect to, past the router's key: ${why}` });
+export function replicaHop(
+  p: Profile,
+  stateDir: string,
+  replicas: number,
+  _runtime?: 'host' | 'container',
+): ReplicaHop {
+  if (!routed(p))
+    return { uds: false, why: 'no router: the server listens on server.host:server.port for its clients' };
+  const tcp = (why: string): ReplicaHop => ({
+    uds: false,
+    why: `the replicas listen on loopback ports (router.replicaPort), which any local user can connect to, past the router's key: ${why}`,
+  });
   if (p.router?.replicaSocket === false) return tcp('router.replicaSocket is false in the profile');
-  if (p.parallel.nodes > 1 || p.parallel.executor === 'ray') return tcp("a replica over nodes is reached on its head node's address");
+  if (p.parallel.nodes > 1 || p.parallel.executor === 'ray')
+    return tcp("a replica over nodes is reached on its head node's address");
   const v = targetVersion(p.engine.vllmVersion);
-  if (optionStatus(v, '--uds') !== 'yes') return tcp(`vLLM ${v} has no --uds (added in 0.11); a newer vLLM listens on a Unix socket only sparkctl's user can open`);
+  if (optionStatus(v, '--uds') !== 'yes')
+    return tcp(
+      `vLLM ${v} has no --uds (added in 0.11); a newer vLLM listens on a Unix socket only sparkctl's user can open`,
+    );
   const dir = join(stateDir, 'router', p.name);
   const longest = replicaSocketPath(stateDir, p, Math.max(0, replicas - 1));
   if (Buffer.byteLength(longest) > MAX_SOCKET_PATH)
-    return tcp(`the socket's path (${longest}) is longer than the ${MAX_SOCKET_PATH} bytes a Unix socket's path holds: a shorter state folder (SPARKCTL_STATE_DIR) or profile name`);
+    return tcp(
+      `the socket's path (${longest}) is longer than the ${MAX_SOCKET_PATH} bytes a Unix socket's path holds: a shorter state folder (SPARKCTL_STATE_DIR) or profile name`,
+    );
   return { uds: true, dir };
 }
 
@@ -159,7 +179,10 @@ function sleepModeArgs(p: Profile): string[] {
   return st === 'yes' || st === 'maybe' ? ['--enable-sleep-mode'] : [];
 }
 
-/** The routes /sleep, /wake_up and /is_sleeping exist only with VLLM_SERVER_DEV_MODE=1 (vllm/entrypoints/serve/sleep/api_router.py, attach_router). */
+/**
+ * The routes /sleep, /wake_up and /is_sleeping exist only with VLLM_SERVER_DEV_MODE=1
+ * (vllm/entrypoints/serve/sleep/api_router.py, attach_router).
+ */
 function sleepModeEnv(p: Profile): Record<string, string> {
   return sleepModeArgs(p).length ? { VLLM_SERVER_DEV_MODE: '1' } : {};
 }
@@ -169,7 +192,12 @@ export function shutdownTimeoutOf(argv: readonly string[]): number {
   let s = 0;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!.replace(/_/g, '-');
-    const v = a === '--shutdown-timeout' ? argv[i + 1] : a.startsWith('--shutdown-timeout=') ? a.slice('--shutdown-timeout='.length) : undefined;
+    const v =
+      a === '--shutdown-timeout'
+        ? argv[i + 1]
+        : a.startsWith('--shutdown-timeout=')
+          ? a.slice('--shutdown-timeout='.length)
+          : undefined;
     if (v !== undefined && /^\d+$/.test(v)) s = Number(v);
   }
   return s;
@@ -210,7 +238,9 @@ export interface ReplicaPlan {
   uds?: string;
   gpus: number[];
   logFile: string;
-  /** the folder of vLLM's start caches its env points into (engine/caches.ts); a container mounts it at the same path */
+  /**
+   * the folder of vLLM's start caches its env points into (engine/caches.ts); a container mounts it at the same path
+   */
   cacheDir?: string;
 }
 
@@ -256,7 +286,10 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
   for (let i = 0; i < replicas; i++) {
     const first = p.parallel.firstGpu + i * perReplica;
     // Multi-node: Ray places the workers; the head sees only its own GPUs.
-    const gpus = Array.from({ length: multiNode ? Math.min(perReplica, host.gpusPerNode ?? host.gpus) : perReplica }, (_, k) => first + k);
+    const gpus = Array.from(
+      { length: multiNode ? Math.min(perReplica, host.gpusPerNode ?? host.gpus) : perReplica },
+      (_, k) => first + k,
+    );
     const env: Record<string, string> = { ...p.env, ...cpuBindEnv(p, replicas, opts.cpuBuild), ...sleepModeEnv(p) };
     if (!multiNode) env.CUDA_VISIBLE_DEVICES = gpus.join(',');
     const envFrom: Record<string, string> = {};

@@ -42,11 +42,19 @@ export interface ResolveOptions {
  * (GB10's unified memory, compute capability) comes from the platform baseline.
  * undefined when no GPU was read: the caller falls back to the platform's shape.
  */
-export function hostShapeFromGpus(gpus: readonly GpuFact[], platform: Platform, gpusFlag?: number): HostShape | undefined {
+export function hostShapeFromGpus(
+  gpus: readonly GpuFact[],
+  platform: Platform,
+  gpusFlag?: number,
+): HostShape | undefined {
   if (!gpus.length) return undefined;
-  const totals = gpus.map((g) => g.memoryTotalMiB).filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m > 0);
+  const totals = gpus
+    .map((g) => g.memoryTotalMiB)
+    .filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m > 0);
   const cc = gpus.find((g) => g.computeCapability)?.computeCapability;
-  const free = gpus.map((g) => g.memoryFreeMiB).filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m >= 0);
+  const free = gpus
+    .map((g) => g.memoryFreeMiB)
+    .filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m >= 0);
   return {
     gpus: gpusFlag ?? gpus.length,
     gpusSource: gpusFlag !== undefined ? 'flag' : 'detected',
@@ -59,14 +67,23 @@ export function hostShapeFromGpus(gpus: readonly GpuFact[], platform: Platform, 
 }
 
 /** Validate an already parsed profile against a platform and host shape (no file is read again). */
-export function resolveLoaded(loaded: LoadedProfile, opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host' | 'modelRead'> = {}): Resolved {
+export function resolveLoaded(
+  loaded: LoadedProfile,
+  opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host' | 'modelRead'> = {},
+): Resolved {
   const { profile, file } = loaded;
   const platform = loadPlatform(opts.platform ?? profile.platform ?? DEFAULT_PLATFORM);
   let host = opts.host ?? hostFromPlatform(platform, opts.gpus);
   if (opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const hostNote =
-    host.gpusSource === 'platform' ? `GPU count not read from a host: assuming the ${host.gpus} x ${platform.gpu.displayName} of platform ${platform.name} (say --gpus N otherwise)` : undefined;
-  const mf = resolveModelFacts(profile.model, opts.modelRead, { id: profile.model.id, path: profile.model.path, name: profile.name });
+    host.gpusSource === 'platform'
+      ? `GPU count not read from a host: assuming the ${host.gpus} x ${platform.gpu.displayName} of platform ${platform.name} (say --gpus N otherwise)`
+      : undefined;
+  const mf = resolveModelFacts(profile.model, opts.modelRead, {
+    id: profile.model.id,
+    path: profile.model.path,
+    name: profile.name,
+  });
   const problems: Problem[] = [...mf.problems, ...validateProfile(profile, host, mf.model?.facts)];
   return { profile, file, platform, host, problems, hostNote, model: mf.model };
 }
@@ -79,7 +96,10 @@ export function resolveProfile(name: string, opts: ResolveOptions): Resolved {
 export function requireValid(r: Resolved): string[] {
   const errors = r.problems.filter((p) => p.severity === 'error');
   if (errors.length) {
-    throw new UsageError(`profile ${r.profile.name} cannot run as planned: ${errors.length} problem(s)`, errors.map(formatProblem));
+    throw new UsageError(
+      `profile ${r.profile.name} cannot run as planned: ${errors.length} problem(s)`,
+      errors.map(formatProblem),
+    );
   }
   return r.problems.filter((p) => p.severity === 'warning').map(formatProblem);
 }
@@ -89,13 +109,20 @@ export function requireValid(r: Resolved): string[] {
  * a verb that renders a plan (systemd, k8s, router config, restart) knows the model's facts as serve
  * and plan do, instead of asking for facts that sit in the folder the profile names.
  */
-export async function resolveWithModel(loaded: LoadedProfile, opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host'> = {}): Promise<Resolved> {
+export async function resolveWithModel(
+  loaded: LoadedProfile,
+  opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host'> = {},
+): Promise<Resolved> {
   return resolveLoaded(loaded, { ...opts, modelRead: await readModelFor(loaded.profile) });
 }
 
 /** Read the profile's model files (model.path, or the HF cache for model.id): offline, bounded. */
 export function readModelFor(profile: Profile, reader?: ModelReader, timeoutMs = 2000): Promise<ModelRead> {
-  return readModel(reader ?? { readFile: readText, env: () => process.env }, { id: profile.model.id, path: profile.model.path }, { timeoutMs });
+  return readModel(
+    reader ?? { readFile: readText, env: () => process.env },
+    { id: profile.model.id, path: profile.model.path },
+    { timeoutMs },
+  );
 }
 
 /**

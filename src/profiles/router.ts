@@ -7,9 +7,9 @@
 //   a document or a conversation meet the replica whose prefix cache holds it, unless that replica
 //   already carries router.hashBalanceFactor % of the average load. Measured by
 //   scripts/bench-prefix.mjs against leastconn on real vLLM CPU replicas (docs/router-and-gateway.md).
-// - leastconn (router.balance: leastconn, and what the prefix hash spills by): a generation holds its connection for seconds to minutes and requests differ wildly
-//   in length, so round robin piles long ones onto one replica; the fewest open requests is the
-//   best cheap proxy for the least loaded vLLM.
+// - leastconn (router.balance: leastconn, and what the prefix hash spills by): a generation holds its connection for
+//   seconds to minutes and requests differ wildly in length, so round robin piles long ones onto one replica; the
+//   fewest open requests is the best cheap proxy for the least loaded vLLM.
 // - keep-alive on both sides (HAProxy's default mode, said here) with http-reuse safe: an idle
 //   connection to a replica is reused for the next request instead of a new connect per request.
 //   Measured by scripts/bench-router.mjs on this 2-core host (one run, shared and loaded): keep-alive
@@ -72,10 +72,15 @@ export interface RouterPlan {
 
 /** The router's hop to its replicas in words, for serve, the dry-run and router config. */
 export function hopInWords(r: Pick<RouterPlan, 'hop' | 'dir'>): string {
-  return r.hop.uds ? `replicas on Unix sockets in ${r.dir} (0700, sparkctl's user only; vLLM --uds): no TCP port reaches a replica past the router` : r.hop.why;
+  return r.hop.uds
+    ? `replicas on Unix sockets in ${r.dir} (0700, sparkctl's user only; vLLM --uds): no TCP port reaches a replica past the router`
+    : r.hop.why;
 }
 
-/** The router's drain on stop: router.drainTimeoutSeconds, else the replicas' own drain (server.shutdownTimeoutSeconds), else 30 s. */
+/**
+ * The router's drain on stop: router.drainTimeoutSeconds, else the replicas' own drain (server.shutdownTimeoutSeconds),
+ * else 30 s.
+ */
 export function routerDrainSeconds(p: Pick<Profile, 'server' | 'router'>): number {
   const own = p.router?.drainTimeoutSeconds;
   if (own) return own;
@@ -88,7 +93,10 @@ const routerName = (profile: string) => `${profile}-router`;
 /** One port a serve of the profile takes: whose it is, the field it comes from, and the --set that moves it. */
 export interface PortRole {
   port: number;
-  /** "qwen-prod-0's: with the router qwen-prod-router on 8001, the replicas move to router.replicaPort (default server.port + 1)" */
+  /**
+   * "qwen-prod-0's: with the router qwen-prod-router on 8001, the replicas move to router.replicaPort (default
+   * server.port + 1)"
+   */
   what: string;
   fix: string;
 }
@@ -100,9 +108,20 @@ export interface PortRole {
  */
 export function portRoles(p: Profile, replicas: number): PortRole[] {
   const names = Array.from({ length: replicas }, (_, i) => instanceName(p, i));
-  if (!routed(p)) return names.map((name, i) => ({ port: replicaAddress(p, i).port, what: `${name}'s (server.port${i ? ` + ${i}` : ''})`, fix: '--set server.port=N' }));
+  if (!routed(p))
+    return names.map((name, i) => ({
+      port: replicaAddress(p, i).port,
+      what: `${name}'s (server.port${i ? ` + ${i}` : ''})`,
+      fix: '--set server.port=N',
+    }));
   const own = p.router?.replicaPort !== undefined;
-  const out: PortRole[] = [{ port: p.server.port, what: `the router ${routerName(p.name)}'s (HAProxy, on the profile's server.port)`, fix: '--set server.port=N' }];
+  const out: PortRole[] = [
+    {
+      port: p.server.port,
+      what: `the router ${routerName(p.name)}'s (HAProxy, on the profile's server.port)`,
+      fix: '--set server.port=N',
+    },
+  ];
   names.forEach((name, i) =>
     out.push({
       port: replicaAddress(p, i).port,
@@ -125,7 +144,12 @@ export const BACKEND = 'replicas';
  * The router of a profile, or undefined when it has none. `replicas`: how many the plan runs; `runtime`:
  * how they run (a container on the host network keeps ports: replicaHop).
  */
-export function planRouter(p: Profile, replicas: number, stateDir: string, runtime?: 'host' | 'container'): RouterPlan | undefined {
+export function planRouter(
+  p: Profile,
+  replicas: number,
+  stateDir: string,
+  runtime?: 'host' | 'container',
+): RouterPlan | undefined {
   if (!routed(p)) return undefined;
   const settings = RouterBlock.parse(p.router);
   const hop = replicaHop(p, stateDir, replicas, runtime);
@@ -139,13 +163,21 @@ export function planRouter(p: Profile, replicas: number, stateDir: string, runti
   const statsPort = settings.statsPort ?? last + 1;
   const problems: string[] = [];
   for (const sv of servers) {
-    if (sv.port === p.server.port) problems.push(`router.replicaPort: replica ${sv.name} would listen on ${sv.port}, the router's public port (server.port)`);
+    if (sv.port === p.server.port)
+      problems.push(
+        `router.replicaPort: replica ${sv.name} would listen on ${sv.port}, the router's public port (server.port)`,
+      );
     if (sv.port === statsPort) problems.push(`router.statsPort: ${statsPort} is replica ${sv.name}'s port`);
     if (sv.port > 65535) problems.push(`router.replicaPort: replica ${sv.name} would need port ${sv.port}`);
   }
-  if (statsPort === p.server.port) problems.push(`router.statsPort: ${statsPort} is the router's public port (server.port)`);
+  if (statsPort === p.server.port)
+    problems.push(`router.statsPort: ${statsPort} is the router's public port (server.port)`);
   if (statsPort > 65535) problems.push(`router.statsPort: ${statsPort} is not a port`);
-  if (problems.length) throw new UsageError(`profile ${p.name}: the router's ports collide`, [...problems, 'set router.replicaPort and router.statsPort to free ports (--set router.replicaPort=N)']);
+  if (problems.length)
+    throw new UsageError(`profile ${p.name}: the router's ports collide`, [
+      ...problems,
+      'set router.replicaPort and router.statsPort to free ports (--set router.replicaPort=N)',
+    ]);
   return {
     name: routerName(p.name),
     profile: p.name,
@@ -177,13 +209,24 @@ export function replicaMetricsPath(name: string): string {
 }
 
 /** Where a monitoring scrape finds the router's own metrics (HAProxy's Prometheus exporter). */
-export function routerMetricsEndpoint(r: Pick<RouterPlan, 'stats'>): { url: string; host: string; port: number; path: '/metrics' } {
-  return { url: `http://${r.stats.host}:${r.stats.port}/metrics`, host: r.stats.host, port: r.stats.port, path: '/metrics' };
+export function routerMetricsEndpoint(r: Pick<RouterPlan, 'stats'>): {
+  url: string;
+  host: string;
+  port: number;
+  path: '/metrics';
+} {
+  return {
+    url: `http://${r.stats.host}:${r.stats.port}/metrics`,
+    host: r.stats.host,
+    port: r.stats.port,
+    path: '/metrics',
+  };
 }
 
 const bindAddr = haproxyAddr;
 /** Config lines are written from validated fields only; a newline or a quote could add a directive. */
-const safe = (v: string, what: string) => configValue(v, what, 'router config', 'use a plain address (server.host), profile name and state folder path');
+const safe = (v: string, what: string) =>
+  configValue(v, what, 'router config', 'use a plain address (server.host), profile name and state folder path');
 
 interface RenderOptions {
   /** runtime API socket; omitted: no `stats socket` line (an operator's own HAProxy has its own) */
@@ -197,7 +240,9 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   const s = r.settings;
   const inter = s.checkIntervalMs;
   const L: string[] = [];
-  L.push(`# HAProxy in front of the ${r.servers.length} replica(s) of ${safe(r.profile, 'profile')}: written by sparkctl`);
+  L.push(
+    `# HAProxy in front of the ${r.servers.length} replica(s) of ${safe(r.profile, 'profile')}: written by sparkctl`,
+  );
   // how it reaches them, and why on ports where they are (a comment: one line, no control characters)
   L.push(`# ${controlsReplaced(hopInWords(r), ' ')}`);
   L.push(...globalSection({ logStdout: o.logStdout, socket: o.socket && safe(o.socket, 'socket') }));
@@ -212,9 +257,12 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   L.push('    option httpchk GET /health');
   L.push('    http-check expect status 200');
   const maxconn = s.maxConnPerReplica ? ` maxconn ${s.maxConnPerReplica}` : '';
-  L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2${maxconn}`);
+  L.push(
+    `    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2${maxconn}`,
+  );
   // unix@PATH: a replica on vLLM's --uds (the same check and options as a port)
-  for (const sv of r.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(serverAddr(sv), 'server address')}`);
+  for (const sv of r.servers)
+    L.push(`    server ${safe(sv.name, 'server name')} ${safe(serverAddr(sv), 'server address')}`);
   L.push('');
   L.push(...statsSection(r.stats));
   // Prometheus cannot scrape a Unix socket: each socket replica's /metrics (and nothing else of it) is
@@ -223,7 +271,10 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   const onSocket = r.servers.filter((sv) => sv.uds);
   if (onSocket.length) {
     L.pop(); // statsSection ends with an empty line: the metrics routes belong to its frontend
-    for (const sv of onSocket) L.push(`    use_backend ${metricsBackend(sv.name)} if { path ${safe(replicaMetricsPath(sv.name), 'metrics path')} }`);
+    for (const sv of onSocket)
+      L.push(
+        `    use_backend ${metricsBackend(sv.name)} if { path ${safe(replicaMetricsPath(sv.name), 'metrics path')} }`,
+      );
     L.push('');
     for (const sv of onSocket) {
       L.push(`backend ${metricsBackend(sv.name)}`);

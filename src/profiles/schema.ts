@@ -18,7 +18,11 @@ const port = z.number().int().min(1).max(65535);
  */
 export function isModelId(id: string): boolean {
   if (id.startsWith('/')) return !hasControl(id);
-  return /^(?:[A-Za-z0-9_.-]{1,96}\/)?[A-Za-z0-9_.-]{1,96}$/.test(id) && !/^[-.]|[-.]$|\/[-.]|[-.]\/|--|\.\./.test(id) && !id.endsWith('.git');
+  return (
+    /^(?:[A-Za-z0-9_.-]{1,96}\/)?[A-Za-z0-9_.-]{1,96}$/.test(id) &&
+    !/^[-.]|[-.]$|\/[-.]|[-.]\/|--|\.\./.test(id) &&
+    !id.endsWith('.git')
+  );
 }
 
 export const ModelBlock = z
@@ -26,13 +30,19 @@ export const ModelBlock = z
     id: z
       .string()
       .min(1)
-      .refine(isModelId, 'a Hugging Face repo id (ORG/NAME or NAME: letters, digits, "-", "_", "."; no "--" or "..") or an absolute path; never a flag ("-..." or "--x=y" would reach vLLM as one)')
+      .refine(
+        isModelId,
+        'a Hugging Face repo id (ORG/NAME or NAME: letters, digits, "-", "_", "."; no "--" or "..") or an absolute path; never a flag ("-..." or "--x=y" would reach vLLM as one)',
+      )
       .optional()
       .describe('Hub id, e.g. Qwen/Qwen3.5-9B'),
     path: z
       .string()
       .min(1)
-      .refine((p) => !p.startsWith('-'), 'a folder, not a flag (a path starting with "-" would reach vLLM as one; write ./-name)')
+      .refine(
+        (p) => !p.startsWith('-'),
+        'a folder, not a flag (a path starting with "-" would reach vLLM as one; write ./-name)',
+      )
       .optional()
       .describe('Local folder with config.json and the weights; used instead of id when set'),
     revision: z
@@ -41,31 +51,57 @@ export const ModelBlock = z
       .max(200)
       .refine((r) => !r.split('/').some((s) => s === '.' || s === '..'), 'no "." or ".." segment')
       .optional()
-      .describe('Hub revision of model.id: a branch, tag or 40-hex commit (pinned by sparkctl pull; serve passes --revision)'),
+      .describe(
+        'Hub revision of model.id: a branch, tag or 40-hex commit (pinned by sparkctl pull; serve passes --revision)',
+      ),
     servedName: z
       .string()
       .min(1)
       .refine((n) => !n.startsWith('-'), 'a name, not a flag (it must not start with "-")')
       .optional()
       .describe('--served-model-name; defaults to the id or path'),
-    parameters: z.number().positive().optional().describe('Total parameter count, e.g. 9.0e9 (read from the model; set to override)'),
-    layers: positiveInt.optional().describe('Decoder layers (num_hidden_layers; read from config.json, set to override)'),
-    kvLayers: positiveInt.optional().describe('Layers that keep a KV cache (hybrid models keep fewer); defaults to layers'),
+    parameters: z
+      .number()
+      .positive()
+      .optional()
+      .describe('Total parameter count, e.g. 9.0e9 (read from the model; set to override)'),
+    layers: positiveInt
+      .optional()
+      .describe('Decoder layers (num_hidden_layers; read from config.json, set to override)'),
+    kvLayers: positiveInt
+      .optional()
+      .describe('Layers that keep a KV cache (hybrid models keep fewer); defaults to layers'),
     attentionHeads: positiveInt.optional().describe('Query heads of a full-attention layer (num_attention_heads)'),
     kvHeads: positiveInt.optional().describe('KV heads (num_key_value_heads, GQA)'),
     headDim: positiveInt.optional().describe('head_dim'),
     hiddenSize: positiveInt.optional(),
     maxContext: positiveInt.optional().describe('Native context length (max_position_embeddings)'),
-    weightBytesPerParam: z.number().positive().optional().describe('2 for bf16/fp16 checkpoints (from the safetensors index when read)'),
-    sha256Manifest: z.string().optional().describe('File of "<sha256>  <relative path>" lines for model.files --verify'),
+    weightBytesPerParam: z
+      .number()
+      .positive()
+      .optional()
+      .describe('2 for bf16/fp16 checkpoints (from the safetensors index when read)'),
+    sha256Manifest: z
+      .string()
+      .optional()
+      .describe('File of "<sha256>  <relative path>" lines for model.files --verify'),
   })
-  .refine((m) => m.id !== undefined || m.path !== undefined, { message: 'model needs an id (hub id) or a path (local folder)', path: ['id'] });
+  .refine((m) => m.id !== undefined || m.path !== undefined, {
+    message: 'model needs an id (hub id) or a path (local folder)',
+    path: ['id'],
+  });
 
 export const EngineBlock = z.strictObject({
   vllmVersion: z
     .string()
-    .regex(/^(auto|\d[0-9A-Za-z.+!_-]{0,95})$/, 'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto')
-    .refine((v) => v === 'auto' || isPep440(v), 'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto')
+    .regex(
+      /^(auto|\d[0-9A-Za-z.+!_-]{0,95})$/,
+      'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto',
+    )
+    .refine(
+      (v) => v === 'auto' || isPep440(v),
+      'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto',
+    )
     .default('auto')
     .describe("The vLLM the flags are rendered for; auto: the installed one (--vllm-bin's), read at plan time"),
   dtype: z.enum(['auto', 'bfloat16', 'float16', 'half', 'float32']).default('auto'),
@@ -85,12 +121,19 @@ export const EngineBlock = z.strictObject({
   maxNumBatchedTokens: positiveInt.optional(),
   // which sizes a vLLM takes is its version's (8-128 to 0.11, 256 too from 0.12, any integer in the
   // 0.25+ tables): the rendered --block-size is checked against the target version's table (checkRendered)
-  blockSize: positiveInt.optional().describe("KV cache block size in tokens; the target vLLM's flag table decides which it takes"),
+  blockSize: positiveInt
+    .optional()
+    .describe("KV cache block size in tokens; the target vLLM's flag table decides which it takes"),
   logRequests: z.boolean().default(false).describe('Per-request logging; rendered for the target vLLM version'),
   reasoningParser: z.string().optional(),
   toolCallParser: z.string().optional().describe('Enables --enable-auto-tool-choice (needed by Claude Code)'),
   extraArgs: z.array(z.string()).default([]).describe('Appended verbatim after the rendered flags'),
-  runtime: z.enum(['host', 'container']).default('host').describe('host: the vllm executable on this machine; container: vLLM in an image run by docker or podman (container: block)'),
+  runtime: z
+    .enum(['host', 'container'])
+    .default('host')
+    .describe(
+      'host: the vllm executable on this machine; container: vLLM in an image run by docker or podman (container: block)',
+    ),
   startCaches: z
     .boolean()
     .default(true)
@@ -99,9 +142,14 @@ export const EngineBlock = z.strictObject({
     ),
   loadFormat: z
     .string()
-    .regex(/^(auto|[a-z][a-z0-9_]{0,40})$/, 'a vLLM --load-format name such as safetensors, fastsafetensors, runai_streamer, or auto')
+    .regex(
+      /^(auto|[a-z][a-z0-9_]{0,40})$/,
+      'a vLLM --load-format name such as safetensors, fastsafetensors, runai_streamer, or auto',
+    )
     .default('auto')
-    .describe("--load-format: auto picks from what is installed (fastsafetensors on a GPU where its package is there, else vLLM's default) and says the choice; a name pins it"),
+    .describe(
+      "--load-format: auto picks from what is installed (fastsafetensors on a GPU where its package is there, else vLLM's default) and says the choice; a name pins it",
+    ),
   readAhead: z
     .enum(['auto', 'off'])
     .default('auto')
@@ -117,7 +165,12 @@ const ParallelBlock = z.strictObject({
     .union([positiveInt, z.literal('auto')])
     .default(1)
     .describe("Independent copies on one host, each on its own GPUs and port; 'auto' = as many as the GPUs allow"),
-  firstGpu: z.number().int().min(0).default(0).describe('Index of the first GPU this profile uses (tenants on disjoint GPUs)'),
+  firstGpu: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe('Index of the first GPU this profile uses (tenants on disjoint GPUs)'),
   executor: z.enum(['mp', 'ray']).default('mp'),
   nodes: positiveInt.default(1),
   gpusPerNode: positiveInt.optional(),
@@ -158,25 +211,44 @@ const ServerBlock = z.strictObject({
 export const PrewarmBlock = z.strictObject({
   promptTokens: z.array(positiveInt).default([128, 1024, 4096]),
   maxRounds: positiveInt.default(5),
-  settleMargin: z.number().min(0).max(1).default(0.2).describe('Warm when a round is within this share of the round before'),
+  settleMargin: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.2)
+    .describe('Warm when a round is within this share of the round before'),
   decodeTokens: positiveInt.default(32),
   timeoutSeconds: positiveInt.default(300),
 });
 
 export { ProbeBlock };
 
-/** vLLM's latency histogram bounds (v1/metrics/loggers.py): an SLO target must be one, or its burn rate cannot be read from the buckets. */
-const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+/**
+ * vLLM's latency histogram bounds (v1/metrics/loggers.py): an SLO target must be one, or its burn rate cannot be read
+ * from the buckets.
+ */
+const TTFT_BUCKETS = [
+  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560,
+];
 const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
 const sloBound = (what: string, bounds: number[]) =>
   z
     .number()
     .positive()
-    .refine((v) => bounds.includes(v), { message: `must be a bucket bound of vLLM's ${what} histogram: ${bounds.join(', ')}` });
+    .refine((v) => bounds.includes(v), {
+      message: `must be a bucket bound of vLLM's ${what} histogram: ${bounds.join(', ')}`,
+    });
 
 const SloBlock = z.strictObject({
-  objective: z.number().gt(0).lt(1).default(0.99).describe('Share of requests that must meet each latency target (monitoring rules: burn rates)'),
-  ttftSeconds: sloBound('time-to-first-token', TTFT_BUCKETS).default(2.5).describe('Time to first token target, seconds'),
+  objective: z
+    .number()
+    .gt(0)
+    .lt(1)
+    .default(0.99)
+    .describe('Share of requests that must meet each latency target (monitoring rules: burn rates)'),
+  ttftSeconds: sloBound('time-to-first-token', TTFT_BUCKETS)
+    .default(2.5)
+    .describe('Time to first token target, seconds'),
   itlSeconds: sloBound('inter-token latency', ITL_BUCKETS).default(0.1).describe('Inter-token latency target, seconds'),
 });
 
@@ -185,9 +257,18 @@ const SloBlock = z.strictObject({
 const haproxySeconds = positiveInt.max(2_147_483);
 
 export const RouterBlock = z.strictObject({
-  enabled: z.boolean().default(true).describe('serve starts HAProxy on server.port, with the replicas on loopback ports behind it'),
-  replicaPort: port.optional().describe('Loopback port of replica 0 behind the router (replica i on replicaPort + i); default server.port + 1'),
-  statsPort: port.optional().describe("HAProxy's stats page and Prometheus exporter (/metrics), on 127.0.0.1 only; default the port after the last replica's"),
+  enabled: z
+    .boolean()
+    .default(true)
+    .describe('serve starts HAProxy on server.port, with the replicas on loopback ports behind it'),
+  replicaPort: port
+    .optional()
+    .describe('Loopback port of replica 0 behind the router (replica i on replicaPort + i); default server.port + 1'),
+  statsPort: port
+    .optional()
+    .describe(
+      "HAProxy's stats page and Prometheus exporter (/metrics), on 127.0.0.1 only; default the port after the last replica's",
+    ),
   replicaSocket: z
     .boolean()
     .default(true)
@@ -195,48 +276,81 @@ export const RouterBlock = z.strictObject({
       "The replicas listen on a Unix socket (vLLM --uds, 0.11 and later) in a 0700 folder of the state folder, which only sparkctl's user can open, instead of a loopback port any local user can reach past the router's key; false: loopback ports (router.replicaPort). Older vLLM, containers on the host network and multi-node replicas keep ports, said by serve",
     ),
   bin: z.string().min(1).default('haproxy').describe('The haproxy executable (found on PATH, then /usr/sbin)'),
-  checkIntervalMs: positiveInt.max(2_147_483_647).default(2000).describe('Active /health check every this many ms (fall 2 / rise 2)'),
+  checkIntervalMs: positiveInt
+    .max(2_147_483_647)
+    .default(2000)
+    .describe('Active /health check every this many ms (fall 2 / rise 2)'),
   connectTimeoutSeconds: haproxySeconds.default(5),
-  clientTimeoutSeconds: haproxySeconds.default(300).describe('Client inactivity (a client that stops reading a stream)'),
-  serverTimeoutSeconds: haproxySeconds.default(1800).describe('Server inactivity: a non-streamed generation sends nothing until it is done, so this bounds the longest answer'),
+  clientTimeoutSeconds: haproxySeconds
+    .default(300)
+    .describe('Client inactivity (a client that stops reading a stream)'),
+  serverTimeoutSeconds: haproxySeconds
+    .default(1800)
+    .describe(
+      'Server inactivity: a non-streamed generation sends nothing until it is done, so this bounds the longest answer',
+    ),
   tunnelTimeoutSeconds: haproxySeconds.default(3600),
-  queueTimeoutSeconds: haproxySeconds.default(60).describe('How long a request may wait for a free replica slot before a 503'),
-  maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
+  queueTimeoutSeconds: haproxySeconds
+    .default(60)
+    .describe('How long a request may wait for a free replica slot before a 503'),
+  maxConnPerReplica: positiveInt
+    .optional()
+    .describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
   balance: z
     .enum(['prefix', 'leastconn'])
     .default('prefix')
     .describe(
       "prefix: a request goes to the replica its prompt's first router.prefixBytes hash to (HAProxy's bounded-load consistent hash), so a shared system prompt, document or conversation meets the replica whose prefix cache holds it; leastconn: the replica with the fewest requests",
     ),
-  prefixBytes: positiveInt.min(16).max(65536).default(1024).describe('balance prefix: how many bytes of the prompt (from "messages", "prompt" or "input" on) are hashed'),
+  prefixBytes: positiveInt
+    .min(16)
+    .max(65536)
+    .default(1024)
+    .describe('balance prefix: how many bytes of the prompt (from "messages", "prompt" or "input" on) are hashed'),
   hashBalanceFactor: positiveInt
     .min(101)
     .max(1000)
     .default(150)
-    .describe('balance prefix: a replica takes at most this % of the average load before its prefixes spill to the next one (HAProxy hash-balance-factor)'),
+    .describe(
+      'balance prefix: a replica takes at most this % of the average load before its prefixes spill to the next one (HAProxy hash-balance-factor)',
+    ),
   drainTimeoutSeconds: positiveInt
     .max(3600)
     .optional()
-    .describe("stop: after HAProxy's soft stop, how long its open requests may run before the hard stop cuts them; default server.shutdownTimeoutSeconds (30 s when that is 0)"),
+    .describe(
+      "stop: after HAProxy's soft stop, how long its open requests may run before the hard stop cuts them; default server.shutdownTimeoutSeconds (30 s when that is 0)",
+    ),
 });
 
 // registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them (the rule records are read back with too)
 const imageRef = z.string().max(512).regex(IMAGE_REF, IMAGE_REF_WORDS);
 
 export const ContainerBlock = z.strictObject({
-  cli: z.enum(['docker', 'podman']).optional().describe('Which container CLI runs the server; default: podman, else docker, whichever is on PATH'),
-  image: imageRef.optional().describe('default: nvcr.io/nvidia/vllm:<NGC tag>-py3 on DGX baselines, vllm/vllm-openai:v<engine.vllmVersion> elsewhere'),
+  cli: z
+    .enum(['docker', 'podman'])
+    .optional()
+    .describe('Which container CLI runs the server; default: podman, else docker, whichever is on PATH'),
+  image: imageRef
+    .optional()
+    .describe(
+      'default: nvcr.io/nvidia/vllm:<NGC tag>-py3 on DGX baselines, vllm/vllm-openai:v<engine.vllmVersion> elsewhere',
+    ),
   cliArgs: z
     .array(z.string().regex(/^--[a-z][a-z-]*(=.*)?$|^[^-].*$/, 'a global option of the CLI, such as --runtime or runc'))
     .default([])
-    .describe('Global options before "run" (podman --runtime runc --cgroup-manager=cgroupfs); also used for inspect, logs, stop and rm'),
+    .describe(
+      'Global options before "run" (podman --runtime runc --cgroup-manager=cgroupfs); also used for inspect, logs, stop and rm',
+    ),
   gpus: z
     .enum(['auto', 'none'])
     .default('auto')
     .describe(
       "auto: each replica's GPUs as devices (docker --gpus, podman CDI nvidia.com/gpu=N); none: no GPU device at all (a CPU build of vLLM; preflight skips the NVIDIA Container Toolkit checks)",
     ),
-  network: z.enum(['publish', 'host']).default('publish').describe('publish: -p HOST:PORT:PORT on server.host; host: --network host (always for Ray)'),
+  network: z
+    .enum(['publish', 'host'])
+    .default('publish')
+    .describe('publish: -p HOST:PORT:PORT on server.host; host: --network host (always for Ray)'),
   shmSize: z
     .string()
     .regex(/^\d+[kmg]?$/i, 'a size such as 16g')
@@ -246,7 +360,10 @@ export const ContainerBlock = z.strictObject({
     .record(z.string().regex(/^[a-z]+$/), z.string().regex(/^-?\d+(:-?\d+)?$/))
     .default({ memlock: '-1', stack: '67108864' })
     .describe("--ulimit NAME=VALUE each (NVIDIA's playbooks: memlock=-1, stack=67108864); {} for none"),
-  hfCache: z.string().optional().describe('The Hugging Face cache mounted read-only (default $HF_HOME, else ~/.cache/huggingface)'),
+  hfCache: z
+    .string()
+    .optional()
+    .describe('The Hugging Face cache mounted read-only (default $HF_HOME, else ~/.cache/huggingface)'),
   mounts: z
     .array(
       z.strictObject({
@@ -261,32 +378,60 @@ export const ContainerBlock = z.strictObject({
 export type ContainerBlock = z.infer<typeof ContainerBlock>;
 
 const UpgradeBlock = z.strictObject({
-  ttftRatio: z.number().min(1).max(100).default(1.5).describe("upgrade: the canary's TTFT p50 may be at most this many times the current replica's"),
+  ttftRatio: z
+    .number()
+    .min(1)
+    .max(100)
+    .default(1.5)
+    .describe("upgrade: the canary's TTFT p50 may be at most this many times the current replica's"),
   tpotRatio: z
     .number()
     .min(1)
     .max(100)
     .default(1.5)
-    .describe("upgrade: the canary's time per output token (after the first) p50, at most this many times the current's (a current below 0.5 ms is judged against 0.5 ms)"),
-  throughputRatio: z.number().min(0).max(1).default(0.67).describe("upgrade: the canary's output tokens/s, at least this share of the current's"),
-  goldenSameVersion: z.number().min(0).max(1).default(1).describe('upgrade within one vLLM version (another image or environment): greedy answers match at least this well (1: identical)'),
+    .describe(
+      "upgrade: the canary's time per output token (after the first) p50, at most this many times the current's (a current below 0.5 ms is judged against 0.5 ms)",
+    ),
+  throughputRatio: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.67)
+    .describe("upgrade: the canary's output tokens/s, at least this share of the current's"),
+  goldenSameVersion: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(1)
+    .describe(
+      'upgrade within one vLLM version (another image or environment): greedy answers match at least this well (1: identical)',
+    ),
   goldenOtherVersion: z
     .number()
     .min(0)
     .max(1)
     .default(0.6)
-    .describe('upgrade to another vLLM version: greedy answers may legitimately differ (kernels, scheduling); word-level similarity at least this'),
+    .describe(
+      'upgrade to another vLLM version: greedy answers may legitimately differ (kernels, scheduling); word-level similarity at least this',
+    ),
   goldenPrompts: z
     .array(
       z.strictObject({
         name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
         prompt: z.string().min(1).max(65536),
         maxTokens: z.number().int().min(1).max(4096).default(32),
-        chat: z.boolean().default(false).describe('sent as one user message to /v1/chat/completions, through the chat template (else a raw completion)'),
+        chat: z
+          .boolean()
+          .default(false)
+          .describe(
+            'sent as one user message to /v1/chat/completions, through the chat template (else a raw completion)',
+          ),
         tools: z
           .boolean()
           .default(false)
-          .describe('sent to /v1/chat/completions with one tool (read_file, a path), tool_choice auto: the tool calls the server parses are compared with the text (needs engine.toolCallParser)'),
+          .describe(
+            'sent to /v1/chat/completions with one tool (read_file, a path), tool_choice auto: the tool calls the server parses are compared with the text (needs engine.toolCallParser)',
+          ),
       }),
     )
     .max(32)
@@ -294,19 +439,31 @@ const UpgradeBlock = z.strictObject({
     .describe(
       'Prompts answered greedily (temperature 0) by current and canary and compared; default: three short completions and one chat turn, and a tool call where engine.toolCallParser is set. The chat template is also compared on its own, token for token',
     ),
-  benchRequests: z.number().int().min(1).max(1000).default(8).describe('upgrade: requests of the short bench on each side'),
+  benchRequests: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(8)
+    .describe('upgrade: requests of the short bench on each side'),
   benchOutputTokens: z.number().int().min(1).max(4096).default(32),
 });
 type UpgradeBlock = z.infer<typeof UpgradeBlock>;
 
-/** The longest profile name: every name made from it (NAME-canary, NAME-rN, a unit or container name) stays within what its records and hosts take. */
+/**
+ * The longest profile name: every name made from it (NAME-canary, NAME-rN, a unit or container name) stays within what
+ * its records and hosts take.
+ */
 export const PROFILE_NAME_MAX = 64;
 
 export const Profile = z.strictObject({
   // capped so every name made from it fits where it is kept (NAME-canary, a cluster record's profile: at most 200)
   name: z
     .string()
-    .max(PROFILE_NAME_MAX, `at most ${PROFILE_NAME_MAX} characters (names made from it, such as NAME-canary, must fit the state records): a shorter name: in the file or --set name=SHORTER`)
+    .max(
+      PROFILE_NAME_MAX,
+      `at most ${PROFILE_NAME_MAX} characters (names made from it, such as NAME-canary, must fit the state records): a shorter name: in the file or --set name=SHORTER`,
+    )
     .regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
   description: z.string().default(''),
   model: ModelBlock,
@@ -316,11 +473,17 @@ export const Profile = z.strictObject({
   platform: z.string().optional().describe('The baseline this profile expects (profiles/platforms/NAME.yaml)'),
   prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
   probe: ProbeBlock.default(ProbeBlock.parse({})),
-  watch: WatchBlock.default(WatchBlock.parse({})).describe('How sparkctl watch judges and acts on these servers (its flags override)'),
-  slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
+  watch: WatchBlock.default(WatchBlock.parse({})).describe(
+    'How sparkctl watch judges and acts on these servers (its flags override)',
+  ),
+  slo: SloBlock.default(SloBlock.parse({})).describe(
+    'Latency objectives the monitoring rules alert on (sparkctl monitoring rules)',
+  ),
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),
-  upgrade: UpgradeBlock.default(UpgradeBlock.parse({})).describe('How sparkctl upgrade judges a canary against the current replicas'),
+  upgrade: UpgradeBlock.default(UpgradeBlock.parse({})).describe(
+    'How sparkctl upgrade judges a canary against the current replicas',
+  ),
   pinnedIn: z
     .enum(['state', 'lockfile'])
     .default('state')
@@ -343,7 +506,9 @@ const VersionRuleSchema = z.union([
 export const Platform = z.strictObject({
   name: z.string(),
   description: z.string().default(''),
-  source: z.enum(['documents', 'real']).describe('documents: the numbers of the source write-ups; real: checked against hardware'),
+  source: z
+    .enum(['documents', 'real'])
+    .describe('documents: the numbers of the source write-ups; real: checked against hardware'),
   arch: z.enum(['x86_64', 'aarch64']),
   os: z.string().optional(),
   gpu: z.strictObject({
@@ -352,7 +517,10 @@ export const Platform = z.strictObject({
     count: positiveInt,
     memoryGiB: z.number().positive(),
     computeCapability: z.string(),
-    hbmBandwidthGBs: z.number().positive().describe('Memory bandwidth per GPU, GB/s (the simulator derives decode speed from it)'),
+    hbmBandwidthGBs: z
+      .number()
+      .positive()
+      .describe('Memory bandwidth per GPU, GB/s (the simulator derives decode speed from it)'),
     bf16Tflops: z.number().positive(),
     minPowerLimitW: z.number().positive().optional(),
     nvswitch: z.boolean().default(false),
@@ -386,10 +554,20 @@ export type Platform = z.infer<typeof Platform>;
 const nodeAddress = z
   .string()
   .refine((v) => !v.includes(':'), {
-    message: 'an IPv6 literal is not accepted (rsync, ssh and the rendezvous each want it written differently): give an IPv4 address, or a host name that resolves to it (e.g. a line in /etc/hosts)',
+    message:
+      'an IPv6 literal is not accepted (rsync, ssh and the rendezvous each want it written differently): give an IPv4 address, or a host name that resolves to it (e.g. a line in /etc/hosts)',
   })
-  .pipe(z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/, 'an IPv4 address or a host name (letters, digits, . -; not starting with -)'));
-const ifName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._@:-]{0,14}$/, 'a network interface name (at most 15 of letters, digits, . _ @ : -)');
+  .pipe(
+    z
+      .string()
+      .regex(
+        /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/,
+        'an IPv4 address or a host name (letters, digits, . -; not starting with -)',
+      ),
+  );
+const ifName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._@:-]{0,14}$/, 'a network interface name (at most 15 of letters, digits, . _ @ : -)');
 
 export const NodeEntry = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]+$/),
@@ -399,15 +577,23 @@ export const NodeEntry = z.strictObject({
     .regex(/^[A-Za-z_][A-Za-z0-9._-]{0,31}$/, 'a user name (letters, digits, _ . -; not starting with - or a digit)')
     .default('root'),
   sshPort: port.default(22),
-  interface: ifName.describe('Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (unless fabric.interface names another)'),
+  interface: ifName.describe(
+    'Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (unless fabric.interface names another)',
+  ),
   gpus: positiveInt.default(8),
   fabric: z
     .strictObject({
-      address: nodeAddress.describe("This node's address on the fabric (a DGX Spark's ConnectX-7 port, RoCE): vLLM's rendezvous, VLLM_HOST_IP, and model copies go over it"),
-      interface: ifName.describe('The fabric netdev (e.g. enp1s0f1np1): NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES; its RDMA device and RoCE v2 GID index are read from the node'),
+      address: nodeAddress.describe(
+        "This node's address on the fabric (a DGX Spark's ConnectX-7 port, RoCE): vLLM's rendezvous, VLLM_HOST_IP, and model copies go over it",
+      ),
+      interface: ifName.describe(
+        'The fabric netdev (e.g. enp1s0f1np1): NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES; its RDMA device and RoCE v2 GID index are read from the node',
+      ),
     })
     .optional()
-    .describe('The high-speed link between the nodes, when it is not the ssh address; without it everything goes over address/interface'),
+    .describe(
+      'The high-speed link between the nodes, when it is not the ssh address; without it everything goes over address/interface',
+    ),
 });
 export const NodesFile = z.strictObject({
   head: NodeEntry,
@@ -420,7 +606,11 @@ export const NodesFile = z.strictObject({
     })
     .default({ connectTimeoutSeconds: 5, options: [] }),
   rayPort: port.default(6379),
-  masterPort: port.default(29501).describe("vLLM's native multi-node rendezvous (--master-port on every node; torch.distributed's store on the head); vLLM's own default"),
+  masterPort: port
+    .default(29501)
+    .describe(
+      "vLLM's native multi-node rendezvous (--master-port on every node; torch.distributed's store on the head); vLLM's own default",
+    ),
   sparkctl: z.string().default('sparkctl').describe('How to run sparkctl on the nodes'),
 });
 export type NodesFile = z.infer<typeof NodesFile>;

@@ -4,7 +4,10 @@
 // result, so `--quantization mxfp4` in extraArgs prices the same as engine.quantization: mxfp4. Pure.
 import type { Profile } from './schema.js';
 
-/** A speculative decoding setting, as vLLM's SpeculativeConfig reads it (--speculative-config JSON, or --spec-method/--spec-tokens). */
+/**
+ * A speculative decoding setting, as vLLM's SpeculativeConfig reads it (--speculative-config JSON, or
+ * --spec-method/--spec-tokens).
+ */
 export interface SpecSetting {
   method: string;
   tokens?: number;
@@ -27,7 +30,8 @@ type Fold = { field: string; apply: (p: Profile, v: string | true) => string | u
 
 const int = (v: string | true) => {
   if (v === true) return undefined;
-  // vLLM's human-readable integers (--max-model-len 32k, 1M: config/utils.py human_readable_int): k/m/g = 10^3.., K/M/G = 2^10..
+  // vLLM's human-readable integers (--max-model-len 32k, 1M: config/utils.py human_readable_int): k/m/g = 10^3.., K/M/G
+  // = 2^10..
   const m = /^(\d+(?:\.\d+)?)([kmgtKMGT]?)$/.exec(v.trim());
   if (!m) return undefined;
   const mult = m[2] ? (m[2] === m[2].toLowerCase() ? 1000 : 1024) ** ('kmgt'.indexOf(m[2].toLowerCase()) + 1) : 1;
@@ -36,14 +40,30 @@ const int = (v: string | true) => {
 };
 
 const FOLDS: Record<string, Fold> = {
-  '--quantization': { field: 'engine.quantization', apply: (p, v) => (v === true ? 'a method name' : ((p.engine.quantization = v === 'None' ? null : v), undefined)) },
+  '--quantization': {
+    field: 'engine.quantization',
+    apply: (p, v) => (v === true ? 'a method name' : ((p.engine.quantization = v === 'None' ? null : v), undefined)),
+  },
   '-q': { field: 'engine.quantization', apply: (p, v) => FOLDS['--quantization']!.apply(p, v) },
-  '--kv-cache-dtype': { field: 'engine.kvCacheDtype', apply: (p, v) => (v === true ? 'a dtype' : ((p.engine.kvCacheDtype = v as Profile['engine']['kvCacheDtype']), undefined)) },
-  '--dtype': { field: 'engine.dtype', apply: (p, v) => (v === true ? 'a dtype' : ((p.engine.dtype = v as Profile['engine']['dtype']), undefined)) },
+  '--kv-cache-dtype': {
+    field: 'engine.kvCacheDtype',
+    apply: (p, v) =>
+      v === true ? 'a dtype' : ((p.engine.kvCacheDtype = v as Profile['engine']['kvCacheDtype']), undefined),
+  },
+  '--dtype': {
+    field: 'engine.dtype',
+    apply: (p, v) => (v === true ? 'a dtype' : ((p.engine.dtype = v as Profile['engine']['dtype']), undefined)),
+  },
   '--max-model-len': { field: 'engine.maxModelLen', apply: (p, v) => set(v, (n) => (p.engine.maxModelLen = n)) },
   '--max-num-seqs': { field: 'engine.maxNumSeqs', apply: (p, v) => set(v, (n) => (p.engine.maxNumSeqs = n)) },
-  '--max-num-batched-tokens': { field: 'engine.maxNumBatchedTokens', apply: (p, v) => set(v, (n) => (p.engine.maxNumBatchedTokens = n)) },
-  '--kv-cache-memory-bytes': { field: 'engine.kvCacheMemoryBytes', apply: (p, v) => set(v, (n) => (p.engine.kvCacheMemoryBytes = n)) },
+  '--max-num-batched-tokens': {
+    field: 'engine.maxNumBatchedTokens',
+    apply: (p, v) => set(v, (n) => (p.engine.maxNumBatchedTokens = n)),
+  },
+  '--kv-cache-memory-bytes': {
+    field: 'engine.kvCacheMemoryBytes',
+    apply: (p, v) => set(v, (n) => (p.engine.kvCacheMemoryBytes = n)),
+  },
   '--block-size': {
     field: 'engine.blockSize',
     apply: (p, v) =>
@@ -63,8 +83,14 @@ const FOLDS: Record<string, Fold> = {
   '-tp': { field: 'parallel.tensor', apply: (p, v) => FOLDS['--tensor-parallel-size']!.apply(p, v) },
   '--pipeline-parallel-size': { field: 'parallel.pipeline', apply: (p, v) => set(v, (n) => (p.parallel.pipeline = n)) },
   '-pp': { field: 'parallel.pipeline', apply: (p, v) => FOLDS['--pipeline-parallel-size']!.apply(p, v) },
-  '--enable-prefix-caching': { field: 'engine.enablePrefixCaching', apply: (p) => ((p.engine.enablePrefixCaching = true), undefined) },
-  '--no-enable-prefix-caching': { field: 'engine.enablePrefixCaching', apply: (p) => ((p.engine.enablePrefixCaching = false), undefined) },
+  '--enable-prefix-caching': {
+    field: 'engine.enablePrefixCaching',
+    apply: (p) => ((p.engine.enablePrefixCaching = true), undefined),
+  },
+  '--no-enable-prefix-caching': {
+    field: 'engine.enablePrefixCaching',
+    apply: (p) => ((p.engine.enablePrefixCaching = false), undefined),
+  },
   '--enforce-eager': { field: 'engine.enforceEager', apply: (p) => ((p.engine.enforceEager = true), undefined) },
 };
 
@@ -115,7 +141,8 @@ export function memorySettings(p: Profile): MemorySettings {
     const fold = FOLDS[flag];
     if (!fold) continue;
     const bad = fold.apply(profile, value);
-    if (bad && !out.unreadable) out.unreadable = { field: at, why: `${JSON.stringify(value === true ? '' : value)} is not ${bad}` };
+    if (bad && !out.unreadable)
+      out.unreadable = { field: at, why: `${JSON.stringify(value === true ? '' : value)} is not ${bad}` };
     setBy[fold.field] = at;
   }
   // vLLM merges the keys given one by one into the JSON given whole (later wins)
@@ -127,7 +154,8 @@ export function memorySettings(p: Profile): MemorySettings {
     } catch {
       /* the whole JSON is unreadable: said below */
     }
-    if (!specJson || Object.keys(base).length || specJson.text.trim() === '{}') specJson = { at: specJson?.at ?? specKeys.at, text: JSON.stringify({ ...base, ...specKeys.obj }) };
+    if (!specJson || Object.keys(base).length || specJson.text.trim() === '{}')
+      specJson = { at: specJson?.at ?? specKeys.at, text: JSON.stringify({ ...base, ...specKeys.obj }) };
   }
   if (specJson) {
     const spec = parseSpec(specJson.text, specJson.at);
@@ -135,7 +163,12 @@ export function memorySettings(p: Profile): MemorySettings {
     else out.spec = spec;
   } else if (specFlags['--spec-method']) {
     const tokens = int(specFlags['--spec-tokens']?.v ?? '');
-    out.spec = { method: specFlags['--spec-method'].v, tokens, model: specFlags['--spec-model']?.v, from: specFlags['--spec-method'].at };
+    out.spec = {
+      method: specFlags['--spec-method'].v,
+      tokens,
+      model: specFlags['--spec-model']?.v,
+      from: specFlags['--spec-method'].at,
+    };
   }
   return out;
 }
@@ -145,17 +178,28 @@ function parseSpec(text: string, at: string): SpecSetting | { field: string; why
   try {
     j = JSON.parse(text);
   } catch {
-    return { field: at, why: `${JSON.stringify(text.slice(0, 60))} is not JSON (vLLM reads --speculative-config as a JSON object)` };
+    return {
+      field: at,
+      why: `${JSON.stringify(text.slice(0, 60))} is not JSON (vLLM reads --speculative-config as a JSON object)`,
+    };
   }
   if (typeof j !== 'object' || j === null || Array.isArray(j)) return { field: at, why: 'not a JSON object' };
   const o = j as Record<string, unknown>;
   const method = typeof o.method === 'string' ? o.method : typeof o.model === 'string' ? 'draft_model' : undefined;
   if (!method) return { field: at, why: 'neither a method nor a draft model' };
-  const tokens = typeof o.num_speculative_tokens === 'number' && Number.isSafeInteger(o.num_speculative_tokens) && o.num_speculative_tokens > 0 ? o.num_speculative_tokens : undefined;
+  const tokens =
+    typeof o.num_speculative_tokens === 'number' &&
+    Number.isSafeInteger(o.num_speculative_tokens) &&
+    o.num_speculative_tokens > 0
+      ? o.num_speculative_tokens
+      : undefined;
   return { method, tokens, model: typeof o.model === 'string' ? o.model : undefined, from: at };
 }
 
-/** Methods that draft from the checkpoint's own MTP / next-n layers (vLLM's SpeculativeConfig: the *_mtp methods and "mtp"). */
+/**
+ * Methods that draft from the checkpoint's own MTP / next-n layers (vLLM's SpeculativeConfig: the *_mtp methods and
+ * "mtp").
+ */
 export const isMtpMethod = (m: string) => m === 'mtp' || m.endsWith('_mtp');
 /** Methods that keep no weights or KV of their own: n-gram and suffix lookups. */
 export const isFreeMethod = (m: string) => m === 'ngram' || m === 'ngram_gpu' || m === 'suffix';

@@ -57,7 +57,14 @@ export function validateProfile(p: Profile, host?: HostShape, facts?: ModelFacts
   hostFreeRules(p, err);
   hostRules(p, host, err, warn, m);
   // Memory: only meaningful for a parallel layout that is valid.
-  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(memorySettings(p).profile, host, m, err, warn);
+  if (
+    m &&
+    host &&
+    !out.some(
+      (x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'),
+    )
+  )
+    memoryRules(memorySettings(p).profile, host, m, err, warn);
   return out;
 }
 
@@ -66,7 +73,11 @@ type Say = (path: string, message: string, fix?: string) => void;
 function modelRules(p: Profile, m: ModelFacts, err: Say, warn: Say): void {
   const { tensor: tp, pipeline: pp } = p.parallel;
   if (m.attentionHeads % tp !== 0) {
-    err('parallel.tensor', `${tp} does not divide ${m.attentionHeads} attention heads`, `use one of ${divisors(m.attentionHeads).join(', ')}`);
+    err(
+      'parallel.tensor',
+      `${tp} does not divide ${m.attentionHeads} attention heads`,
+      `use one of ${divisors(m.attentionHeads).join(', ')}`,
+    );
   } else if (m.mla) {
     // MLA keeps one latent per token that every TP rank holds whole: no KV-head rule applies.
   } else if (tp > m.kvHeads) {
@@ -78,15 +89,27 @@ function modelRules(p: Profile, m: ModelFacts, err: Say, warn: Say): void {
           .filter((d) => d <= m.kvHeads || d % m.kvHeads === 0)
           .join(', ')}`,
       );
-    else warn('parallel.tensor', `${tp} is above the ${m.kvHeads} KV heads: vLLM replicates each KV head on ${tp / m.kvHeads} GPUs, so the KV cache per token does not shrink past TP ${m.kvHeads}`);
+    else
+      warn(
+        'parallel.tensor',
+        `${tp} is above the ${m.kvHeads} KV heads: vLLM replicates each KV head on ${tp / m.kvHeads} GPUs, so the KV cache per token does not shrink past TP ${m.kvHeads}`,
+      );
   } else if (m.kvHeads % tp !== 0) {
-    err('parallel.tensor', `${tp} does not divide ${m.kvHeads} KV heads`, `use one of ${divisors(m.kvHeads).join(', ')}`);
+    err(
+      'parallel.tensor',
+      `${tp} does not divide ${m.kvHeads} KV heads`,
+      `use one of ${divisors(m.kvHeads).join(', ')}`,
+    );
   }
   if (pp > m.layers) err('parallel.pipeline', `${pp} stages for ${m.layers} layers`, `at most ${m.layers}`);
 
   const maxLen = p.engine.maxModelLen;
   if (maxLen !== undefined && maxLen > m.maxContext) {
-    err('engine.maxModelLen', `${maxLen} is above the model's context of ${m.maxContext}`, `--set engine.maxModelLen=${m.maxContext}`);
+    err(
+      'engine.maxModelLen',
+      `${maxLen} is above the model's context of ${m.maxContext}`,
+      `--set engine.maxModelLen=${m.maxContext}`,
+    );
   }
 }
 
@@ -103,7 +126,11 @@ function hostFreeRules(p: Profile, err: Say): void {
       );
   }
   if (p.engine.kvCacheMemoryBytes !== undefined && p.env.VLLM_CPU_KVCACHE_SPACE !== undefined) {
-    err('env.VLLM_CPU_KVCACHE_SPACE', 'on the CPU backend this variable silently overrides engine.kvCacheMemoryBytes', 'keep one: engine.kvCacheMemoryBytes (bytes) is the one sparkctl renders');
+    err(
+      'env.VLLM_CPU_KVCACHE_SPACE',
+      'on the CPU backend this variable silently overrides engine.kvCacheMemoryBytes',
+      'keep one: engine.kvCacheMemoryBytes (bytes) is the one sparkctl renders',
+    );
   }
   if (p.server.sleepMode) {
     const st = optionStatus(p.engine.vllmVersion, '--enable-sleep-mode');
@@ -115,9 +142,14 @@ function hostFreeRules(p: Profile, err: Say): void {
       );
   }
   if (p.engine.extraArgs.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
-    err('engine.extraArgs', '--api-key would put the key in argv, visible to every user in ps', 'set server.apiKeyEnv to the name of the variable that holds the key');
+    err(
+      'engine.extraArgs',
+      '--api-key would put the key in argv, visible to every user in ps',
+      'set server.apiKeyEnv to the name of the variable that holds the key',
+    );
   }
-  // vLLM's other secret-valued option: the Hub token would be in argv (ps), the registry entry's argv (state) and restart's diff
+  // vLLM's other secret-valued option: the Hub token would be in argv (ps), the registry entry's argv (state) and
+  // restart's diff
   if (p.engine.extraArgs.some((a) => a === '--hf-token' || a.startsWith('--hf-token='))) {
     err(
       'engine.extraArgs',
@@ -133,7 +165,9 @@ function smallerTp(p: Profile, gpus: number, m?: ModelFacts): string | undefined
   const tp = divisors(m.attentionHeads)
     .filter((d) => d <= gpus && (m.mla || m.kvHeads % d === 0 || d % m.kvHeads === 0))
     .pop();
-  return tp ? `--set parallel.tensor=${tp}, or keep TP ${p.parallel.tensor} over nodes: sparkctl plan ${p.name} --nodes FILE` : undefined;
+  return tp
+    ? `--set parallel.tensor=${tp}, or keep TP ${p.parallel.tensor} over nodes: sparkctl plan ${p.name} --nodes FILE`
+    : undefined;
 }
 
 /**
@@ -143,14 +177,19 @@ function smallerTp(p: Profile, gpus: number, m?: ModelFacts): string | undefined
  * instead of passing alone and then refusing every neighbour (the co-location rule) or stalling the box.
  */
 function unifiedShareRule(p: Profile, host: HostShape | undefined, err: Say): void {
-  const byPlatform = p.platform !== undefined && SHIPPED_PLATFORMS.find((pl) => pl.name === p.platform)?.gpu.unifiedMemory === true;
+  const byPlatform =
+    p.platform !== undefined && SHIPPED_PLATFORMS.find((pl) => pl.name === p.platform)?.gpu.unifiedMemory === true;
   const byHost = /GB10/i.test(host?.gpuName ?? '');
   if (!byPlatform && !byHost) return;
   const mem = memorySettings(p);
   const u = mem.profile.engine.gpuMemoryUtilization;
   if (!(u > SPARK_MAX_SHARE && u <= 1)) return;
   const where = mem.setBy['engine.gpuMemoryUtilization'];
-  const why = byPlatform ? `platform ${p.platform}` : host?.read ? `this host's ${host.gpuName}` : `the ${host?.gpuName} planned for`;
+  const why = byPlatform
+    ? `platform ${p.platform}`
+    : host?.read
+      ? `this host's ${host.gpuName}`
+      : `the ${host?.gpuName} planned for`;
   err(
     where ?? 'engine.gpuMemoryUtilization',
     `${u} is more than the ${SPARK_MAX_SHARE} of unified memory (${why}) sparkctl lets its servers take: the OS, the page cache and every other process share the same memory${p.platform === undefined && byHost ? " (the schema's default 0.9 is a data-centre GPU's)" : ''}`,
@@ -166,7 +205,11 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
   const wantsNodes = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
   if (wantsNodes) {
     if (p.parallel.replicas !== 'auto' && p.parallel.replicas > 1)
-      err('parallel.replicas', `${p.parallel.replicas} replicas with a multi-node engine`, 'one Ray cluster serves one replica; use replicas: 1');
+      err(
+        'parallel.replicas',
+        `${p.parallel.replicas} replicas with a multi-node engine`,
+        'one Ray cluster serves one replica; use replicas: 1',
+      );
     const clusterGpus = p.parallel.nodes * (p.parallel.gpusPerNode ?? 8);
     if (perReplica > clusterGpus)
       err(
@@ -204,14 +247,16 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
           ? `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; it runs over ${nodesNeeded} nodes (a nodes file: sparkctl plan ${p.name} --nodes FILE plans it there)`
           : `${replicas} replica(s) x ${perReplica} GPUs${p.parallel.firstGpu ? ` from GPU ${p.parallel.firstGpu}` : ''} need ${need} GPUs; this host has ${host.gpus}`,
         perReplica > host.gpus
-          ? (smallerTp(p, host.gpus, m) ?? `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml`)
+          ? (smallerTp(p, host.gpus, m) ??
+              `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml`)
           : fitReplicas > 0
             ? `--set parallel.replicas=${fitReplicas}`
             : 'a smaller TP x PP',
       );
     }
     const lastPort = p.server.port + replicas - 1;
-    if (lastPort > 65535) err('server.port', `${p.server.port} + ${replicas - 1} replicas runs past 65535`, 'a lower port');
+    if (lastPort > 65535)
+      err('server.port', `${p.server.port} + ${replicas - 1} replicas runs past 65535`, 'a lower port');
   }
 
   // FP8 on GPUs without FP8 tensor cores: vLLM accepts it but it is not what the documents promise.
@@ -220,16 +265,27 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
   const fp8Kv = p.engine.kvCacheDtype.startsWith('fp8');
   if (cc && compareVersions(cc, '8.9') < 0 && (fp8Weights || fp8Kv)) {
     const parts: string[] = [];
-    if (fp8Weights) parts.push('--quantization fp8 runs weight-only (W8A16 through the Marlin kernel): weights take half the memory, the matrix maths stays 16-bit');
-    if (fp8Kv) parts.push('an fp8 KV cache is storage only (FlashAttention-2 cannot read it, so attention dequantizes it)');
+    if (fp8Weights)
+      parts.push(
+        '--quantization fp8 runs weight-only (W8A16 through the Marlin kernel): weights take half the memory, the matrix maths stays 16-bit',
+      );
+    if (fp8Kv)
+      parts.push('an fp8 KV cache is storage only (FlashAttention-2 cannot read it, so attention dequantizes it)');
     warn(
       fp8Weights ? 'engine.quantization' : 'engine.kvCacheDtype',
       `compute capability ${cc}${host?.gpuName ? ` (${host.gpuName})` : ''} has no FP8 tensor cores (FP8 W8A8 needs >= 8.9): ${parts.join('; ')}`,
     );
   }
 
-  if (p.engine.reasoningParser && p.engine.vllmVersion !== 'auto' && compareVersions(p.engine.vllmVersion, '0.10.0') < 0) {
-    warn('engine.reasoningParser', `vLLM ${p.engine.vllmVersion} also needs --enable-reasoning; it is rendered for that version`);
+  if (
+    p.engine.reasoningParser &&
+    p.engine.vllmVersion !== 'auto' &&
+    compareVersions(p.engine.vllmVersion, '0.10.0') < 0
+  ) {
+    warn(
+      'engine.reasoningParser',
+      `vLLM ${p.engine.vllmVersion} also needs --enable-reasoning; it is rendered for that version`,
+    );
   }
 }
 
@@ -248,7 +304,10 @@ export function noRoomFixes(p: Profile, host: HostShape, needBytesPerGpu: number
   const share = Math.min(maxShare, Math.ceil((needShare + 0.02) * 100) / 100);
   if (needShare < maxShare) {
     if (share > p.engine.gpuMemoryUtilization) fixes.push(`--set engine.gpuMemoryUtilization=${share}`);
-  } else fixes.push(`a higher share cannot help: weights and reserve need ${(needBytesPerGpu / GIB).toFixed(1)} GiB per GPU, more than ${maxShare} x ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB`);
+  } else
+    fixes.push(
+      `a higher share cannot help: weights and reserve need ${(needBytesPerGpu / GIB).toFixed(1)} GiB per GPU, more than ${maxShare} x ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB`,
+    );
   const world = p.parallel.tensor * p.parallel.pipeline;
   const gpus = host.multiNode && host.gpusPerNode && host.nodes ? host.gpusPerNode * host.nodes : host.gpus;
   fixes.push(
@@ -263,7 +322,11 @@ export function noRoomFixes(p: Profile, host: HostShape, needBytesPerGpu: number
 function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn: Say): void {
   const u = p.engine.gpuMemoryUtilization;
   // vLLM budgets u x total and refuses to start when less than that is free ("Free memory on device ...").
-  if (host.gpuMemoryFreeBytes !== undefined && p.engine.kvCacheMemoryBytes === undefined && host.gpuMemoryFreeBytes < u * host.gpuMemoryBytes) {
+  if (
+    host.gpuMemoryFreeBytes !== undefined &&
+    p.engine.kvCacheMemoryBytes === undefined &&
+    host.gpuMemoryFreeBytes < u * host.gpuMemoryBytes
+  ) {
     warn(
       'engine.gpuMemoryUtilization',
       `${u} x ${(host.gpuMemoryBytes / GIB).toFixed(1)} GiB = ${((u * host.gpuMemoryBytes) / GIB).toFixed(1)} GiB per GPU, but a GPU has only ${(host.gpuMemoryFreeBytes / GIB).toFixed(1)} GiB free: another process holds GPU memory and vLLM would refuse to start`,
@@ -274,7 +337,8 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
     const plan = planMemory(p, host.gpuMemoryBytes, m);
     if (plan.notModelled) {
       const msg = `not modelled: ${plan.notModelled.field} (${plan.notModelled.why}): the KV cache and concurrency vLLM will have are not stated`;
-      if (p.engine.kvCacheMemoryBytes === undefined) err('model', msg, 'fix the KV cache size yourself: --set engine.kvCacheMemoryBytes=BYTES');
+      if (p.engine.kvCacheMemoryBytes === undefined)
+        err('model', msg, 'fix the KV cache size yourself: --set engine.kvCacheMemoryBytes=BYTES');
       else warn('model', msg);
     } else if (plan.availableKvBytes <= 0) {
       err(
@@ -293,10 +357,10 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
 }
 
 /**
- * Every number of a profile is finite, and every string is one line of plain text: a control character (a newline, ESC, NEL,
- * U+2028) in a name, path, argument or variable would start a new line, setting or document in
- * the text sparkctl generates from it (shell, YAML, unit files, textfiles), so it is refused here,
- * where the field can still be named. Walks the whole parsed profile, so a new field is covered too.
+ * Every number of a profile is finite, and every string is one line of plain text: a control character (a newline, ESC,
+ * NEL, U+2028) in a name, path, argument or variable would start a new line, setting or document in the text sparkctl
+ * generates from it (shell, YAML, unit files, textfiles), so it is refused here, where the field can still be named.
+ * Walks the whole parsed profile, so a new field is covered too.
  */
 export function textProblems(p: unknown): Problem[] {
   const out: Problem[] = [];

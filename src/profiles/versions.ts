@@ -1,7 +1,7 @@
-// Version parsing, comparison, and the baseline's version rules (exact, minimum, one of, same major).
-// Order is PEP 440's (vLLM, torch and the CUDA/driver numbers all parse as PEP 440): 0.10.1rc1 comes
-// before 0.10.1, 0.27.2.dev0+g6adad0876 is a development build before 0.27.2, a local "+cu121" sorts
-// after its public version (left out here, see compareVersions). What PEP 440 cannot read falls back to the dotted numbers in it.
+// Version parsing, comparison, and the baseline's version rules (exact, minimum, one of, same major). Order is PEP
+// 440's (vLLM, torch and the CUDA/driver numbers all parse as PEP 440): 0.10.1rc1 comes before 0.10.1,
+// 0.27.2.dev0+g6adad0876 is a development build before 0.27.2, a local "+cu121" sorts after its public version (left
+// out here, see compareVersions). What PEP 440 cannot read falls back to the dotted numbers in it.
 import { compare as pep440Compare, explain } from '@renovatebot/pep440';
 
 /** The dotted numbers of a version ("0.10.1rc1" -> [0, 10, 1]): for the parts a rule names, not for order. */
@@ -62,7 +62,11 @@ function versionMatchesPrefix(actual: string, wanted: string): boolean {
   return pw.every((n, i) => pa[i] === n);
 }
 
-export type VersionRule = { exact: string } | { min: string; max?: string } | { oneOf: string[] } | { sameMajor: string };
+export type VersionRule =
+  | { exact: string }
+  | { min: string; max?: string }
+  | { oneOf: string[] }
+  | { sameMajor: string };
 
 export function describeRule(rule: VersionRule): string {
   if ('exact' in rule) return `exactly ${rule.exact}`;
@@ -75,7 +79,10 @@ export function satisfies(actual: string, rule: VersionRule): boolean {
   if ('exact' in rule) {
     // "535.129.03" exact; build suffixes (+cu121) must match too when the rule names one.
     if (rule.exact.includes('+')) return actual.trim() === rule.exact;
-    return compareVersions(actual, rule.exact) === 0 && (parseVersion(actual)?.length ?? 0) >= (parseVersion(rule.exact)?.length ?? 0);
+    return (
+      compareVersions(actual, rule.exact) === 0 &&
+      (parseVersion(actual)?.length ?? 0) >= (parseVersion(rule.exact)?.length ?? 0)
+    );
   }
   if ('oneOf' in rule) return rule.oneOf.some((w) => versionMatchesPrefix(actual, w));
   if ('sameMajor' in rule) return parseVersion(actual)?.[0] === parseVersion(rule.sameMajor)?.[0];

@@ -51,7 +51,8 @@ const SHORT: Record<string, string> = {
 
 /** Why an option went away and what to do instead (the fix a refusal prints). */
 const INSTEAD: Record<string, string> = {
-  '--disable-log-requests': 'drop it: requests are not logged by default from vLLM 0.10.1 (--enable-log-requests turns logging on)',
+  '--disable-log-requests':
+    'drop it: requests are not logged by default from vLLM 0.10.1 (--enable-log-requests turns logging on)',
   '--no-disable-log-requests': 'use --enable-log-requests',
   '--enable-reasoning': 'drop it: --reasoning-parser alone enables reasoning from vLLM 0.9',
   '--swap-space': 'drop it: the V1 engine has no CPU swap space',
@@ -150,12 +151,16 @@ export function isDeprecated(version: string, flag: string): boolean {
   return (exact ?? floor)?.deprecated.includes(flag) ?? false;
 }
 
-/** The allowed values of an option at a version, when vLLM restricts them (argparse choices, config lists, registries). */
+/**
+ * The allowed values of an option at a version, when vLLM restricts them (argparse choices, config lists, registries).
+ */
 function allowed(t: VllmFactsTable, flag: string): { values: string[]; uncertain: string[] } | undefined {
   if (t.choices[flag]) return { values: t.choices[flag]!, uncertain: [] };
   if (t.configValidated[flag]) return { values: t.configValidated[flag]!, uncertain: [] };
-  if (flag === '--tool-call-parser' && t.registries.toolCallParsers) return { values: t.registries.toolCallParsers, uncertain: t.uncertainRegistry.toolCallParsers ?? [] };
-  if (flag === '--reasoning-parser' && t.registries.reasoningParsers) return { values: t.registries.reasoningParsers, uncertain: t.uncertainRegistry.reasoningParsers ?? [] };
+  if (flag === '--tool-call-parser' && t.registries.toolCallParsers)
+    return { values: t.registries.toolCallParsers, uncertain: t.uncertainRegistry.toolCallParsers ?? [] };
+  if (flag === '--reasoning-parser' && t.registries.reasoningParsers)
+    return { values: t.registries.reasoningParsers, uncertain: t.uncertainRegistry.reasoningParsers ?? [] };
   return undefined;
 }
 
@@ -175,7 +180,16 @@ export function valueStatus(version: string, flag: string, value: string): Statu
   else if (floor && ceil) {
     const a = judge(floor);
     const b = judge(ceil);
-    s = a === undefined && b === undefined ? undefined : a === b ? a : a === 'no' && b === 'no' ? 'no' : a === 'yes' && b === 'yes' ? 'yes' : 'maybe';
+    s =
+      a === undefined && b === undefined
+        ? undefined
+        : a === b
+          ? a
+          : a === 'no' && b === 'no'
+            ? 'no'
+            : a === 'yes' && b === 'yes'
+              ? 'yes'
+              : 'maybe';
   } else {
     const t = (floor ?? ceil)!;
     const j = judge(t);
@@ -206,7 +220,8 @@ export interface FlagProblem {
 
 function describe(version: string): string {
   const { exact, floor, ceil } = tablesFor(version);
-  if (exact) return `vLLM ${version} (${exact.exact ? 'its release branch' : `upstream main near its release, ${exact.commit.slice(0, 9)}`})`;
+  if (exact)
+    return `vLLM ${version} (${exact.exact ? 'its release branch' : `upstream main near its release, ${exact.commit.slice(0, 9)}`})`;
   if (floor && ceil) return `vLLM ${version} (between the ${floor.version} and ${ceil.version} tables)`;
   return `vLLM ${version} (beyond the tables: nearest ${(floor ?? ceil)!.version})`;
 }
@@ -234,13 +249,17 @@ const DICT_OPTIONS = new Set([
 const NOT_JSON = new Set(['--config', '--generation-config']);
 const isJsonOption = (flag: string) => DICT_OPTIONS.has(flag) || (flag.endsWith('-config') && !NOT_JSON.has(flag));
 
-/** `--json-opt.key.sub[+]` (or a short alias `-cc.key`): the option and the key path, when the version's parser takes it. */
+/**
+ * `--json-opt.key.sub[+]` (or a short alias `-cc.key`): the option and the key path, when the version's parser takes
+ * it.
+ */
 export function dottedOption(version: string, spelled: string): { flag: string; path: string } | undefined {
   const m = /^(--?[A-Za-z][\w-]*)\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*\+?)$/.exec(spelled);
   if (!m) return undefined;
   if (compareVersions(version, '0.10.0') < 0) return undefined;
   const base = resolveOption(version, m[1]!);
-  if (!base.flag || base.dotted || !isJsonOption(base.flag) || optionStatus(version, base.flag) === 'no') return undefined;
+  if (!base.flag || base.dotted || !isJsonOption(base.flag) || optionStatus(version, base.flag) === 'no')
+    return undefined;
   return { flag: base.flag, path: m[2]! };
 }
 
@@ -248,7 +267,10 @@ export function dottedOption(version: string, spelled: string): { flag: string; 
  * Resolve a spelling the way vLLM's parser does: underscores become dashes (FlexibleArgumentParser),
  * a short alias maps to its long option, an unambiguous prefix stands for the option (argparse).
  */
-export function resolveOption(version: string, spelled: string): { flag?: string; ambiguous?: string[]; alias?: boolean; dotted?: string } {
+export function resolveOption(
+  version: string,
+  spelled: string,
+): { flag?: string; ambiguous?: string[]; alias?: boolean; dotted?: string } {
   const dot = dottedOption(version, spelled);
   if (dot) return { flag: dot.flag, dotted: dot.path };
   if (/^-[A-Za-z]/.test(spelled) && !spelled.startsWith('--')) {
@@ -256,7 +278,10 @@ export function resolveOption(version: string, spelled: string): { flag?: string
     const t = exact ?? floor ?? ceil;
     if (spelled === '-O' || spelled.startsWith('-O')) {
       // vLLM's parser turns -O3 / -O 3 into the optimization level (the compilation config before 0.12)
-      return { flag: optionStatus(version, '--optimization-level') === 'yes' ? '--optimization-level' : '--compilation-config', alias: true };
+      return {
+        flag: optionStatus(version, '--optimization-level') === 'yes' ? '--optimization-level' : '--compilation-config',
+        alias: true,
+      };
     }
     if (!t?.short.includes(spelled)) return {};
     return { flag: SHORT[spelled] ?? spelled, alias: true };
@@ -277,7 +302,10 @@ export function resolveOption(version: string, spelled: string): { flag?: string
  * target version's table. Errors: vLLM would refuse it (unrecognized option, invalid choice, missing
  * value) or silently ignore a value it cannot take. Warnings: deprecated, uncertain, or beyond the tables.
  */
-/** The problems of one known option's acceptance by `version`: not accepted, maybe, unknown, deprecated. Returns false when not accepted. */
+/**
+ * The problems of one known option's acceptance by `version`: not accepted, maybe, unknown, deprecated. Returns false
+ * when not accepted.
+ */
 function acceptance(out: FlagProblem[], version: string, flag: string, at: string): boolean {
   const st = optionStatus(version, flag);
   if (st === 'no') {
@@ -287,7 +315,10 @@ function acceptance(out: FlagProblem[], version: string, flag: string, at: strin
       flag,
       message: `${flag} is not accepted by ${at}`,
       fix:
-        INSTEAD[flag] ?? (first ? `remove it, or set engine.vllmVersion to ${first} or later if that is what is installed` : 'remove it from engine.extraArgs (no vLLM version in the tables has it)'),
+        INSTEAD[flag] ??
+        (first
+          ? `remove it, or set engine.vllmVersion to ${first} or later if that is what is installed`
+          : 'remove it from engine.extraArgs (no vLLM version in the tables has it)'),
     });
     return false;
   }
@@ -298,8 +329,20 @@ function acceptance(out: FlagProblem[], version: string, flag: string, at: strin
       message: `${flag} may not be accepted by ${at} (it changed around that release)`,
       fix: INSTEAD[flag] ?? 'check `vllm serve --help` of the installed vLLM',
     });
-  if (st === 'unknown') out.push({ severity: 'warning', flag, message: `${flag} is unknown to the nearest table for ${at}`, fix: 'check `vllm serve --help` of the installed vLLM' });
-  if (isDeprecated(version, flag)) out.push({ severity: 'warning', flag, message: `${flag} is deprecated in ${at}`, fix: INSTEAD[flag] ?? 'drop it before the next vLLM upgrade' });
+  if (st === 'unknown')
+    out.push({
+      severity: 'warning',
+      flag,
+      message: `${flag} is unknown to the nearest table for ${at}`,
+      fix: 'check `vllm serve --help` of the installed vLLM',
+    });
+  if (isDeprecated(version, flag))
+    out.push({
+      severity: 'warning',
+      flag,
+      message: `${flag} is deprecated in ${at}`,
+      fix: INSTEAD[flag] ?? 'drop it before the next vLLM upgrade',
+    });
   return true;
 }
 
@@ -332,7 +375,12 @@ export function checkArgv(args: string[], version: string): FlagProblem[] {
   for (let i = 0; i < args.length; i++) {
     const tok = args[i]!;
     if (!tok.startsWith('-') || tok === '-') {
-      out.push({ severity: 'error', flag: tok, message: `unexpected argument "${tok}" for ${at}`, fix: 'the model is the only positional argument; remove it from engine.extraArgs' });
+      out.push({
+        severity: 'error',
+        flag: tok,
+        message: `unexpected argument "${tok}" for ${at}`,
+        fix: 'the model is the only positional argument; remove it from engine.extraArgs',
+      });
       continue;
     }
     const eq = tok.startsWith('--') ? tok.indexOf('=') : -1;
@@ -340,28 +388,46 @@ export function checkArgv(args: string[], version: string): FlagProblem[] {
     let inline: string | undefined = eq > 0 ? tok.slice(eq + 1) : /^-O\d/.test(tok) ? tok.slice(2) : undefined;
     const r = resolveOption(version, spelled);
     if (r.ambiguous) {
-      out.push({ severity: 'error', flag: spelled, message: `${spelled} is ambiguous for ${at} (${r.ambiguous.slice(0, 5).join(', ')})`, fix: 'spell the option out in full' });
+      out.push({
+        severity: 'error',
+        flag: spelled,
+        message: `${spelled} is ambiguous for ${at} (${r.ambiguous.slice(0, 5).join(', ')})`,
+        fix: 'spell the option out in full',
+      });
       continue;
     }
     const flag = r.flag;
     if (!flag) {
-      out.push({ severity: 'error', flag: spelled, message: `${spelled} is not an option of ${at}`, fix: 'remove it from engine.extraArgs, or use the long option' });
+      out.push({
+        severity: 'error',
+        flag: spelled,
+        message: `${spelled} is not an option of ${at}`,
+        fix: 'remove it from engine.extraArgs, or use the long option',
+      });
       continue;
     }
     const tv = takesValue(version, flag) ?? (r.alias ? true : undefined);
     if (tv && inline === undefined) {
       const next = args[i + 1];
       if (next === undefined || (next.startsWith('-') && !/^-\d/.test(next))) {
-        if (optionStatus(version, flag) !== 'no') out.push({ severity: 'error', flag, message: `${flag} needs a value (${at})`, fix: `give ${flag} a value` });
+        if (optionStatus(version, flag) !== 'no')
+          out.push({ severity: 'error', flag, message: `${flag} needs a value (${at})`, fix: `give ${flag} a value` });
       } else {
         inline = next;
         i++;
       }
     } else if (tv === false && inline !== undefined) {
-      out.push({ severity: 'error', flag, value: inline, message: `${flag} is a switch and takes no value (${at})`, fix: `write ${flag} or its --no- form` });
+      out.push({
+        severity: 'error',
+        flag,
+        value: inline,
+        message: `${flag} is a switch and takes no value (${at})`,
+        fix: `write ${flag} or its --no- form`,
+      });
     }
     if (!acceptance(out, version, flag, at)) continue;
-    if (inline !== undefined && tv && !(plugins && (flag === '--tool-call-parser' || flag === '--reasoning-parser'))) valueProblems(out, version, flag, inline, at);
+    if (inline !== undefined && tv && !(plugins && (flag === '--tool-call-parser' || flag === '--reasoning-parser')))
+      valueProblems(out, version, flag, inline, at);
   }
   return out;
 }

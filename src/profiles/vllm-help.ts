@@ -34,7 +34,14 @@ export interface HelpTable {
 }
 
 /** Bounds on what is read: the real 0.27.2 text is 110 KB, 1,899 lines, 286 options. */
-export const HELP_LIMITS = { bytes: 2 * 1024 * 1024, lines: 40_000, lineChars: 4_096, entries: 4_000, helpChars: 8_192, saidChars: 240 };
+export const HELP_LIMITS = {
+  bytes: 2 * 1024 * 1024,
+  lines: 40_000,
+  lineChars: 4_096,
+  entries: 4_000,
+  helpChars: 8_192,
+  saidChars: 240,
+};
 
 // colour codes out, lines kept, then every other control character of the house's rule dropped
 const clean = (text: string) =>
@@ -100,7 +107,8 @@ const REPLACED = [
   /\b(?:please )?use\s+(--[A-Za-z0-9][\w.-]*)[`'"]?\s+instead\b/i,
   /\bplease use\s+(--[A-Za-z0-9][\w.-]*)/i,
 ];
-const DEPRECATED = /\[deprecated\]|\bis deprecated\b|\bhas been deprecated\b|\bdeprecated (?:since|in) v?\d|\bwill be removed\b/i;
+const DEPRECATED =
+  /\[deprecated\]|\bis deprecated\b|\bhas been deprecated\b|\bdeprecated (?:since|in) v?\d|\bwill be removed\b/i;
 
 function sentenceAround(help: string, at: number): string {
   const dot = help.lastIndexOf('. ', at);
@@ -111,11 +119,15 @@ function sentenceAround(help: string, at: number): string {
 }
 
 /** What the help text says of deprecation and replacement. */
-export function readDeprecation(help: string, own: readonly string[]): Pick<HelpEntry, 'deprecated' | 'replacedBy' | 'said'> {
+export function readDeprecation(
+  help: string,
+  own: readonly string[],
+): Pick<HelpEntry, 'deprecated' | 'replacedBy' | 'said'> {
   for (const re of REPLACED) {
     const m = re.exec(help);
     const name = m ? optionName(m[1]!) : undefined;
-    if (m && name && !own.includes(name)) return { deprecated: true, replacedBy: name, said: sentenceAround(help, m.index) };
+    if (m && name && !own.includes(name))
+      return { deprecated: true, replacedBy: name, said: sentenceAround(help, m.index) };
   }
   const d = DEPRECATED.exec(help);
   return d ? { deprecated: true, said: sentenceAround(help, d.index) } : { deprecated: false };
@@ -174,7 +186,14 @@ export function parseHelpAll(raw: string): HelpTable {
     let joined = cur.parts.join(' ').replace(/\s+/g, ' ').trim();
     if (joined.length > HELP_LIMITS.helpChars) joined = joined.slice(0, HELP_LIMITS.helpChars);
     const { help, default: def } = splitDefault(joined);
-    entries.push({ names: cur.names, group: cur.group, help, ...(def !== undefined ? { default: def } : {}), ...readDeprecation(help, cur.names), lines: [cur.start, cur.end] });
+    entries.push({
+      names: cur.names,
+      group: cur.group,
+      help,
+      ...(def !== undefined ? { default: def } : {}),
+      ...readDeprecation(help, cur.names),
+      lines: [cur.start, cur.end],
+    });
     cur = undefined;
   };
   for (let i = 0; i < lines.length; i++) {
@@ -223,7 +242,10 @@ export function parseHelpAll(raw: string): HelpTable {
   const seen = new Map<string, number>();
   for (const e of entries) for (const n of e.names) seen.set(n, (seen.get(n) ?? 0) + 1);
   const dup = [...seen].filter(([, k]) => k > 1).map(([n]) => n);
-  if (dup.length) findings.push(`listed more than once: ${dup.slice(0, 5).join(', ')}${dup.length > 5 ? ` and ${dup.length - 5} more` : ''} (the first is used)`);
+  if (dup.length)
+    findings.push(
+      `listed more than once: ${dup.slice(0, 5).join(', ')}${dup.length > 5 ? ` and ${dup.length - 5} more` : ''} (the first is used)`,
+    );
   return { entries, findings };
 }
 

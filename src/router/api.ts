@@ -7,7 +7,8 @@ class RouterApiError extends Error {}
 
 /** Send one command; resolves with HAProxy's answer. Every call has a deadline. */
 export function runtimeCommand(socket: string, command: string, timeoutMs = 3000): Promise<string> {
-  if (/[\r\n;]/.test(command)) return Promise.reject(new RouterApiError(`runtime command ${JSON.stringify(command)}: one command, no separators`));
+  if (/[\r\n;]/.test(command))
+    return Promise.reject(new RouterApiError(`runtime command ${JSON.stringify(command)}: one command, no separators`));
   return send(socket, command, command, timeoutMs);
 }
 
@@ -16,7 +17,8 @@ export function runtimeCommand(socket: string, command: string, timeoutMs = 3000
  * worker. The master keeps its CLI open after answering (2.6.12, either kind), so `quit` follows.
  */
 export function masterCommand(socket: string, command: string, timeoutMs = 3000): Promise<string> {
-  if (/[\r\n;]/.test(command)) return Promise.reject(new RouterApiError(`master command ${JSON.stringify(command)}: one command, no separators`));
+  if (/[\r\n;]/.test(command))
+    return Promise.reject(new RouterApiError(`master command ${JSON.stringify(command)}: one command, no separators`));
   return send(socket, `${command}; quit`, command, timeoutMs);
 }
 
@@ -27,7 +29,9 @@ function send(socket: string, line: string, command: string, timeoutMs: number):
     const s = connect(socket);
     const timer = setTimeout(() => {
       s.destroy();
-      reject(new RouterApiError(`HAProxy's runtime API (${socket}) did not answer "${command}" within ${timeoutMs} ms`));
+      reject(
+        new RouterApiError(`HAProxy's runtime API (${socket}) did not answer "${command}" within ${timeoutMs} ms`),
+      );
     }, timeoutMs);
     s.once('connect', () => s.write(`${line}\n`));
     s.on('data', (d: Buffer) => {
@@ -59,7 +63,10 @@ function send(socket: string, line: string, command: string, timeoutMs: number):
 export interface ServerStat {
   backend: string;
   server: string;
-  /** UP, DOWN, MAINT, DRAIN, NOLB, "UP 1/2" (up, its checks not settled: just started or failing), "DOWN 1/2" (down, passing again), "no check" */
+  /**
+   * UP, DOWN, MAINT, DRAIN, NOLB, "UP 1/2" (up, its checks not settled: just started or failing), "DOWN 1/2" (down,
+   * passing again), "no check"
+   */
   status: string;
   /** current sessions: with http-server-close, the requests in flight on that server */
   scur: number;
@@ -91,7 +98,8 @@ const num = (v: string | undefined) => {
 export function parseShowStat(text: string): ServerStat[] {
   const lines = text.split('\n').filter((l) => l.trim());
   const head = lines.findIndex((l) => l.startsWith('# pxname,svname,'));
-  if (head < 0) throw new RouterApiError(`"show stat" answered without its CSV header: ${JSON.stringify(text.slice(0, 120))}`);
+  if (head < 0)
+    throw new RouterApiError(`"show stat" answered without its CSV header: ${JSON.stringify(text.slice(0, 120))}`);
   const cols = lines[head]!.slice(2).split(',');
   const at = (name: string) => cols.indexOf(name);
   const need = ['pxname', 'svname', 'scur', 'status'];
@@ -131,14 +139,26 @@ export async function showStat(socket: string, timeoutMs?: number): Promise<Serv
 type AdminState = 'ready' | 'drain' | 'maint';
 
 /** `set server BACKEND/SERVER state ...`: HAProxy answers nothing on success, a sentence otherwise. */
-export async function setServerState(socket: string, backend: string, server: string, state: AdminState, timeoutMs?: number): Promise<void> {
-  if (!/^[A-Za-z0-9._-]+$/.test(backend) || !/^[A-Za-z0-9._-]+$/.test(server)) throw new RouterApiError(`bad server name ${backend}/${server}`);
+export async function setServerState(
+  socket: string,
+  backend: string,
+  server: string,
+  state: AdminState,
+  timeoutMs?: number,
+): Promise<void> {
+  if (!/^[A-Za-z0-9._-]+$/.test(backend) || !/^[A-Za-z0-9._-]+$/.test(server))
+    throw new RouterApiError(`bad server name ${backend}/${server}`);
   const answer = (await runtimeCommand(socket, `set server ${backend}/${server} state ${state}`, timeoutMs)).trim();
-  if (answer) throw new RouterApiError(`HAProxy refused "set server ${backend}/${server} state ${state}": ${answer.slice(0, 200)}`);
+  if (answer)
+    throw new RouterApiError(
+      `HAProxy refused "set server ${backend}/${server} state ${state}": ${answer.slice(0, 200)}`,
+    );
 }
 
 /** How HAProxy sees a server, in one word: up (taking traffic), drain, maint, down, or going up/down. */
-export function serverState(st: Pick<ServerStat, 'status'>): 'up' | 'down' | 'drain' | 'maint' | 'up-checking' | 'down-checking' | 'unknown' {
+export function serverState(
+  st: Pick<ServerStat, 'status'>,
+): 'up' | 'down' | 'drain' | 'maint' | 'up-checking' | 'down-checking' | 'unknown' {
   const s = st.status.trim();
   if (s === 'UP' || s === 'no check' || s === 'OPEN') return 'up';
   if (s.startsWith('UP ')) return 'up-checking';
@@ -150,7 +170,11 @@ export function serverState(st: Pick<ServerStat, 'status'>): 'up' | 'down' | 'dr
 }
 
 /** A router's health in status: how many of its replicas HAProxy sends traffic to. */
-export async function routerHealth(rec: { socket: string; backend: string; servers: readonly unknown[] }): Promise<string> {
+export async function routerHealth(rec: {
+  socket: string;
+  backend: string;
+  servers: readonly unknown[];
+}): Promise<string> {
   try {
     const st = (await showStat(rec.socket, 1500)).filter((s) => s.backend === rec.backend);
     const up = st.filter((s) => serverState(s) === 'up').length;
@@ -160,7 +184,9 @@ export async function routerHealth(rec: { socket: string; backend: string; serve
   }
 }
 
-/** `show stat` (CSV) -> each BACKEND row's value in `column` (by the header; a row or header without it gives nothing). */
+/**
+ * `show stat` (CSV) -> each BACKEND row's value in `column` (by the header; a row or header without it gives nothing).
+ */
 export function backendColumn(text: string, column: string): Array<{ backend: string; value: string }> {
   const lines = text.split('\n');
   const at = (lines[0] ?? '').replace(/^# /, '').split(',').indexOf(column);
@@ -173,9 +199,13 @@ export function backendColumn(text: string, column: string): Array<{ backend: st
   return out;
 }
 
-/** `show proc` on the master CLI -> the pids of the current worker(s) and of the old ones still finishing their connections. */
+/**
+ * `show proc` on the master CLI -> the pids of the current worker(s) and of the old ones still finishing their
+ * connections.
+ */
 export function parseShowProc(text: string): { workers: number[]; old: number[] } {
-  if (!/^#<PID>/m.test(text)) throw new RouterApiError(`"show proc" answered without its header: ${JSON.stringify(text.slice(0, 120))}`);
+  if (!/^#<PID>/m.test(text))
+    throw new RouterApiError(`"show proc" answered without its header: ${JSON.stringify(text.slice(0, 120))}`);
   const out = { workers: [] as number[], old: [] as number[] };
   let into: number[] | undefined;
   for (const l of text.split('\n')) {
@@ -197,7 +227,10 @@ export function parseShowProc(text: string): { workers: number[]; old: number[] 
  * stays and answers something else is an error (a count without it would be too low).
  */
 export async function showStatEveryWorker(statsSocket: string, master: string, timeoutMs = 3000): Promise<string[]> {
-  const [current, proc] = await Promise.all([runtimeCommand(statsSocket, 'show stat', timeoutMs), masterCommand(master, 'show proc', timeoutMs)]);
+  const [current, proc] = await Promise.all([
+    runtimeCommand(statsSocket, 'show stat', timeoutMs),
+    masterCommand(master, 'show proc', timeoutMs),
+  ]);
   const texts = [current];
   for (const pid of parseShowProc(proc).old) {
     const text = await oldWorkerStat(master, pid, timeoutMs);
@@ -220,7 +253,9 @@ async function oldWorkerStat(master: string, pid: number, timeoutMs: number): Pr
     if (/^Can't find the target PID/.test(text.trim())) return undefined;
     if (text.trim() || Date.now() > until) {
       if (!parseShowProc(await masterCommand(master, 'show proc', timeoutMs)).old.includes(pid)) return undefined;
-      throw new RouterApiError(`HAProxy's old worker ${pid} did not answer "show stat": ${JSON.stringify(text.slice(0, 120))}`);
+      throw new RouterApiError(
+        `HAProxy's old worker ${pid} did not answer "show stat": ${JSON.stringify(text.slice(0, 120))}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 25));
   }

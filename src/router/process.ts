@@ -18,9 +18,13 @@ import { showStat, type ServerStat } from './api.js';
 import { pollUntil } from '../util/poll.js';
 import { ensurePrivateDir } from '../util/dirs.js';
 
-export const INSTALL_FIX = 'install HAProxy: apt-get install haproxy (Debian/Ubuntu) or dnf install haproxy; or set router.bin to its path';
+export const INSTALL_FIX =
+  'install HAProxy: apt-get install haproxy (Debian/Ubuntu) or dnf install haproxy; or set router.bin to its path';
 
-/** The haproxy executable: router.bin as a path, or found on PATH, then in the sbin folders (not always on a user's PATH). */
+/**
+ * The haproxy executable: router.bin as a path, or found on PATH, then in the sbin folders (not always on a user's
+ * PATH).
+ */
 export function findHaproxy(bin = 'haproxy', env: NodeJS.ProcessEnv = process.env): string | undefined {
   const runnable = (p: string) => {
     try {
@@ -39,19 +43,24 @@ export function findHaproxy(bin = 'haproxy', env: NodeJS.ProcessEnv = process.en
 export function requireHaproxy(bin?: string): string {
   const found = findHaproxy(bin);
   if (!found)
-    throw new UsageError(`the router needs HAProxy, and ${bin && bin.includes('/') ? bin : `"${bin ?? 'haproxy'}"`} is not installed here`, [
-      INSTALL_FIX,
-      'or serve without router: (each replica on its own port)',
-    ]);
+    throw new UsageError(
+      `the router needs HAProxy, and ${bin && bin.includes('/') ? bin : `"${bin ?? 'haproxy'}"`} is not installed here`,
+      [INSTALL_FIX, 'or serve without router: (each replica on its own port)'],
+    );
   return found;
 }
 
 /** `haproxy -c -f FILE`: HAProxy's own verdict on a config. */
 function checkConfig(haproxy: string, file: string, timeoutMs = 15_000): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) => {
-    execFile(haproxy, ['-c', '-f', file], { timeout: timeoutMs, env: { PATH: process.env.PATH ?? '' } }, (err, stdout, stderr) => {
-      resolve({ ok: !err, output: `${stdout}${stderr}`.trim() });
-    });
+    execFile(
+      haproxy,
+      ['-c', '-f', file],
+      { timeout: timeoutMs, env: { PATH: process.env.PATH ?? '' } },
+      (err, stdout, stderr) => {
+        resolve({ ok: !err, output: `${stdout}${stderr}`.trim() });
+      },
+    );
   });
 }
 
@@ -70,7 +79,10 @@ export function haproxyWhy(output: string, last = 6): string[] {
   return (alerts.length ? alerts : lines.slice(-last)).map((x) => x.replace(/^\[ALERT\]\s*\(\d+\)\s*:\s*/, ''));
 }
 
-/** Write the config and have HAProxy check it: a refusal is a launch failure (exit 4) with HAProxy's reasons and the fix. */
+/**
+ * Write the config and have HAProxy check it: a refusal is a launch failure (exit 4) with HAProxy's reasons and the
+ * fix.
+ */
 export async function checkRouterConfig(plan: RouterPlan, haproxy: string): Promise<void> {
   ensureRouterDir(plan.dir);
   writeFileAtomic(plan.configFile, renderConfig(plan, { socket: plan.socket, logStdout: true }), { mode: 0o600 });
@@ -90,7 +102,11 @@ export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<R
   const marker = randomUUID();
   // A bare environment: HAProxy needs none of ours, and so never holds the API key's variable; glibc's
   // malloc told to keep its 256 KiB buffers (HAPROXY_MALLOC_ENV), as the gateway's HAProxy is.
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...HAPROXY_MALLOC_ENV, [INSTANCE_ENV]: marker };
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+    ...HAPROXY_MALLOC_ENV,
+    [INSTANCE_ENV]: marker,
+  };
   if (process.env.SPARKCTL_TEST_RUN) env.SPARKCTL_TEST_RUN = process.env.SPARKCTL_TEST_RUN;
   if (process.env.SPARKCTL_TEST_CASE) env.SPARKCTL_TEST_CASE = process.env.SPARKCTL_TEST_CASE;
   const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', fd, fd], env });
@@ -99,15 +115,23 @@ export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<R
 }
 
 /** Until HAProxy holds its public port (our own process group) and its runtime API answers. */
-export async function waitRouterReady(l: RouterLaunched, deadlineMs = 10_000): Promise<{ ok: true; servers: ServerStat[] } | { ok: false; detail: string }> {
+export async function waitRouterReady(
+  l: RouterLaunched,
+  deadlineMs = 10_000,
+): Promise<{ ok: true; servers: ServerStat[] } | { ok: false; detail: string }> {
   type Reading = { ok: true; servers: ServerStat[] } | { ok: false; exited?: true; detail: string };
   const read = async (): Promise<Reading> => {
     if (l.exit) {
       l.tail.poll();
       // its ALERT lines say why (a bind, a config line); the rest of the tail is its banner
-      return { ok: false, exited: true, detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${haproxyWhy(l.tail.text(), 8).join(' | ')}` };
+      return {
+        ok: false,
+        exited: true,
+        detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${haproxyWhy(l.tail.text(), 8).join(' | ')}`,
+      };
     }
-    if (!listenerIsOneOf(l.plan.bind.port, [l.pid, ...groupMembers(l.pid)])) return { ok: false, detail: `port ${l.plan.bind.port} is not held by haproxy (pid ${l.pid}) yet` };
+    if (!listenerIsOneOf(l.plan.bind.port, [l.pid, ...groupMembers(l.pid)]))
+      return { ok: false, detail: `port ${l.plan.bind.port} is not held by haproxy (pid ${l.pid}) yet` };
     try {
       return { ok: true, servers: await showStat(l.plan.socket, 1000) };
     } catch (e) {
@@ -116,5 +140,8 @@ export async function waitRouterReady(l: RouterLaunched, deadlineMs = 10_000): P
   };
   const r = await pollUntil(read, (v) => v.ok || !!v.exited, { deadlineMs, intervalMs: 50 });
   if (r.value.ok) return r.value;
-  return { ok: false, detail: r.value.exited ? r.value.detail : `not ready within ${deadlineMs} ms: ${r.value.detail}` };
+  return {
+    ok: false,
+    detail: r.value.exited ? r.value.detail : `not ready within ${deadlineMs} ms: ${r.value.detail}`,
+  };
 }

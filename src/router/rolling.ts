@@ -1,10 +1,9 @@
-// A rolling restart behind the router: one replica at a time is drained in HAProxy (no new
-// requests), waited on until nothing is in flight (HAProxy's current sessions for it AND its own
-// vllm:num_requests_running/waiting gauges: a client that reaches it directly counts too), put in
-// maintenance, stopped (a drain first), started from the plan (so a profile edited since the last
-// start gives the new argv, and what changed is said), waited on until ready, prewarmed, deep-probed, and only then given
-// traffic again. The first replica that does not come back healthy ends the restart: it stays out
-// of rotation, the others keep serving, and the outcome says why.
+// A rolling restart behind the router: one replica at a time is drained in HAProxy (no new requests), waited on until
+// nothing is in flight (HAProxy's current sessions for it AND its own vllm:num_requests_running/waiting gauges: a
+// client that reaches it directly counts too), put in maintenance, stopped (a drain first), started from the plan (so a
+// profile edited since the last start gives the new argv, and what changed is said), waited on until ready, prewarmed,
+// deep-probed, and only then given traffic again. The first replica that does not come back healthy ends the restart:
+// it stays out of rotation, the others keep serving, and the outcome says why.
 import type { ServePlan } from '../engine/plan.js';
 import { Registry, type Entry, type Instance, type RouterRecord } from '../engine/registry.js';
 import { superviseReady } from '../engine/launch.js';
@@ -13,7 +12,14 @@ import { runtimeFor, type Runtime } from '../engine/runtime/index.js';
 import type { Launched } from '../engine/runtime/child.js';
 import { instanceOf, replicaUrl } from '../engine/serve.js';
 import { replicaChanges } from '../engine/relaunch.js';
-import { stopInstance, portFreed, heldText, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
+import {
+  stopInstance,
+  portFreed,
+  heldText,
+  type StopOutcome,
+  type StopResult,
+  type RequestsOutcome,
+} from '../engine/stop.js';
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult, type PrewarmRequest } from '../health/prewarm.js';
 import { probe, type ProbeResult } from '../health/probe.js';
@@ -99,21 +105,34 @@ interface RollingRun {
 /** The plan must balance exactly the servers the running router knows: a rolling restart cannot change them. */
 export function checkRollable(plan: ServePlan, router: Instance): void {
   const known = router.router?.servers ?? [];
-  // a replica on a socket (vLLM --uds) is HAProxy's unix@PATH: moving between a port and a socket changes the router's servers too
+  // a replica on a socket (vLLM --uds) is HAProxy's unix@PATH: moving between a port and a socket changes the router's
+  // servers too
   const at = (x: { port: number; uds?: string }) => (x.uds ? `unix:${x.uds}` : String(x.port));
   const want = plan.replicas.map((p) => ({ name: p.name, port: p.port, uds: p.uds }));
-  const same = known.length === want.length && want.every((w, i) => known[i]?.name === w.name && at(known[i]!) === at(w));
+  const same =
+    known.length === want.length && want.every((w, i) => known[i]?.name === w.name && at(known[i]!) === at(w));
   if (!same)
     throw new UsageError(
       `${plan.profile.name}: the profile now has ${want.length} replica(s) on ${want.map(at).join(',')}, the running router balances ${known.map((k) => `${k.name}:${at(k)}`).join(', ') || 'none'}`,
-      [`a rolling restart keeps the router's servers; sparkctl restart ${plan.profile.name} (without --rolling) restarts everything with the new layout`],
+      [
+        `a rolling restart keeps the router's servers; sparkctl restart ${plan.profile.name} (without --rolling) restarts everything with the new layout`,
+      ],
     );
 }
 
 /** In flight on one replica: HAProxy's sessions and queue for it, and vLLM's own running + waiting gauges. */
-async function inFlight(socket: string, backend: string, name: string, url: string): Promise<{ router: number; engine: number | undefined; stat?: ServerStat }> {
+async function inFlight(
+  socket: string,
+  backend: string,
+  name: string,
+  url: string,
+): Promise<{ router: number; engine: number | undefined; stat?: ServerStat }> {
   const stat = (await showStat(socket, 2000)).find((s) => s.backend === backend && s.server === name);
-  return { router: (stat?.scur ?? 0) + (stat?.qcur ?? 0), engine: engineInFlight(await http(`${url}/metrics`, { timeoutMs: 2000 })), stat };
+  return {
+    router: (stat?.scur ?? 0) + (stat?.qcur ?? 0),
+    engine: engineInFlight(await http(`${url}/metrics`, { timeoutMs: 2000 })),
+    stat,
+  };
 }
 
 /**
@@ -132,7 +151,11 @@ export function engineInFlight(m: HttpResult): number | undefined {
   }
 }
 
-async function waitDrained(run: RollingRun, name: string, url: string): Promise<{ ms: number; timedOut: boolean; inFlight: number; atStart: number }> {
+async function waitDrained(
+  run: RollingRun,
+  name: string,
+  url: string,
+): Promise<{ ms: number; timedOut: boolean; inFlight: number; atStart: number }> {
   const r = run.router.router!;
   let atStart: number | undefined;
   const read = async () => {
@@ -141,7 +164,11 @@ async function waitDrained(run: RollingRun, name: string, url: string): Promise<
     return f;
   };
   // The gauge is the engine's word; HAProxy's count covers the moment before vLLM sees a request.
-  const p = await pollUntil(read, (f) => f.router === 0 && f.engine === 0, { deadlineMs: run.drainTimeoutMs, intervalMs: 100, signal: run.signal });
+  const p = await pollUntil(read, (f) => f.router === 0 && f.engine === 0, {
+    deadlineMs: run.drainTimeoutMs,
+    intervalMs: 100,
+    signal: run.signal,
+  });
   const left = Math.max(p.value.router, p.value.engine ?? 0);
   return { ms: Math.round(p.ms), timedOut: !p.done, inFlight: p.done ? 0 : left, atStart: atStart ?? left };
 }
@@ -159,7 +186,9 @@ async function waitUp(run: RollingRun, name: string, deadlineMs: number): Promis
 
 type ReplicaPlan = ServePlan['replicas'][number];
 
-/** What every replica's restart works with: the run and its plan, the router's runtime API, the registry, the runtime. */
+/**
+ * What every replica's restart works with: the run and its plan, the router's runtime API, the registry, the runtime.
+ */
 interface Rolling {
   run: RollingRun;
   plan: ServePlan;
@@ -189,8 +218,22 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
   const out: RollingReplica[] = plan.replicas.map((p) => ({ name: p.name, port: p.port, restarted: false }));
   const chosen = (name: string) => !run.only || run.only.includes(name);
   // before any replica stops: each one's entry is replaced by its new one as it comes back
-  const rolling: Rolling = { run, plan, router: r, registry: new Registry(plan.stateDir), rt: runtimeFor(plan), changes: replicaChanges(plan, run.entries), emit };
-  const done = (status: RollingOutcome['status'], aborted?: RollingOutcome['aborted']): RollingOutcome => ({ status, profile: plan.profile.name, replicas: out, aborted, ms: Date.now() - started });
+  const rolling: Rolling = {
+    run,
+    plan,
+    router: r,
+    registry: new Registry(plan.stateDir),
+    rt: runtimeFor(plan),
+    changes: replicaChanges(plan, run.entries),
+    emit,
+  };
+  const done = (status: RollingOutcome['status'], aborted?: RollingOutcome['aborted']): RollingOutcome => ({
+    status,
+    profile: plan.profile.name,
+    replicas: out,
+    aborted,
+    ms: Date.now() - started,
+  });
 
   for (const [i, p] of plan.replicas.entries()) {
     if (run.signal?.aborted) return done('interrupted');
@@ -252,7 +295,10 @@ async function stopReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spen
     // The one stop (engine/stop.ts): proven identity, vLLM's own drain (--shutdown-timeout), SIGKILL after the grace.
     const st = await stopInstance(registry, entry, { graceMs: run.stopTimeoutMs, signal: run.signal });
     rep.stop = st;
-    if (st.result === 'unproven') return failed(`its registry entry cannot be proven ours (${st.unproven?.detail ?? 'unproven'}): not signalled; it is out of rotation`);
+    if (st.result === 'unproven')
+      return failed(
+        `its registry entry cannot be proven ours (${st.unproven?.detail ?? 'unproven'}): not signalled; it is out of rotation`,
+      );
     const held = heldText(st);
     if (held) return failed(`it did not release everything after its stop (${held}): out of rotation`);
     x.emit({ type: 'stopped', replica: p.name, how: st.result, requests: st.requests, ms: Date.now() - t0 });
@@ -263,8 +309,16 @@ async function stopReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spen
   return undefined;
 }
 
-/** Launch it from the plan and wait until it is ready; the target to warm and probe it at. One that does not get ready is stopped again. */
-async function startReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spent: Spent): Promise<Failed | InstanceTarget> {
+/**
+ * Launch it from the plan and wait until it is ready; the target to warm and probe it at. One that does not get ready
+ * is stopped again.
+ */
+async function startReplica(
+  x: Rolling,
+  p: ReplicaPlan,
+  rep: RollingReplica,
+  spent: Spent,
+): Promise<Failed | InstanceTarget> {
   const { run, plan, registry, rt, emit } = x;
   const t1 = Date.now();
   const release = await registry.lock();
@@ -294,7 +348,10 @@ async function startReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spe
     rep.failure = diagnose(ready, l.tail.text());
     await rt.stop(l, 5000);
     registry.remove('host', p.name);
-    return failed(`${p.name} did not become ready: ${rep.failure.cause ?? rep.failure.detail}`, ready.reason === 'interrupted' ? 'interrupted' : 'launch-failed');
+    return failed(
+      `${p.name} did not become ready: ${rep.failure.cause ?? rep.failure.detail}`,
+      ready.reason === 'interrupted' ? 'interrupted' : 'launch-failed',
+    );
   }
   l.child.unref();
   const inst = registry.find(p.name)[0]?.inst;
@@ -304,7 +361,13 @@ async function startReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spe
 }
 
 /** Prewarm (when the plan does) and deep-probe it; anything but a healthy probe keeps it out of rotation. */
-async function checkReplica(x: Rolling, p: ReplicaPlan, t: InstanceTarget, rep: RollingReplica, spent: Spent): Promise<Failed | undefined> {
+async function checkReplica(
+  x: Rolling,
+  p: ReplicaPlan,
+  t: InstanceTarget,
+  rep: RollingReplica,
+  spent: Spent,
+): Promise<Failed | undefined> {
   const { plan, emit } = x;
   const sim = plan.engine === 'sim';
   const t2 = Date.now();
@@ -315,12 +378,19 @@ async function checkReplica(x: Rolling, p: ReplicaPlan, t: InstanceTarget, rep: 
   }
   const t3 = Date.now();
   spent.prewarm = t3 - t2;
-  rep.probe = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
+  rep.probe = await probe(t, {
+    ...plan.profile.probe,
+    gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization,
+    gpus: !sim,
+  });
   spent.probe = Date.now() - t3;
   emit({ type: 'probe', replica: p.name, result: rep.probe });
   if (rep.probe.state !== 'healthy') {
     const bad = rep.probe.steps.filter((s) => s.status === 'fail').map((s) => `${s.step}: ${s.detail}`);
-    return failed(`${p.name} came back ${rep.probe.state} (${bad.join('; ') || 'see the probe'}): left out of rotation`, 'unhealthy');
+    return failed(
+      `${p.name} came back ${rep.probe.state} (${bad.join('; ') || 'see the probe'}): left out of rotation`,
+      'unhealthy',
+    );
   }
   return undefined;
 }

@@ -14,7 +14,11 @@ import { serverState } from './api.js';
 import { bindTrial, holdersInWords } from '../engine/runtime/socket-owner.js';
 import { haproxyAddr } from '../profiles/haproxy.js';
 
-function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLaunched, 'pid' | 'startTime' | 'marker' | 'argv'>): Instance {
+function routerInstance(
+  plan: ServePlan,
+  r: RouterPlan,
+  l: Pick<RouterLaunched, 'pid' | 'startTime' | 'marker' | 'argv'>,
+): Instance {
   const prof = plan.profile;
   return {
     version: 1,
@@ -41,11 +45,18 @@ function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLaunched, 
     shutdownTimeoutSeconds: r.drainSeconds,
     probe: { ...prof.probe, gpuMemoryUtilization: prof.engine.gpuMemoryUtilization },
     maxModelLen: prof.engine.maxModelLen ?? prof.model.maxContext,
-    router: { socket: r.socket, configFile: r.configFile, backend: r.backend, statsPort: r.stats.port, servers: r.servers },
+    router: {
+      socket: r.socket,
+      configFile: r.configFile,
+      backend: r.backend,
+      statsPort: r.stats.port,
+      servers: r.servers,
+    },
   };
 }
 
-const routerUrl = (r: Pick<RouterPlan, 'bind'>) => `http://${r.bind.host === '0.0.0.0' || r.bind.host === '::' ? '127.0.0.1' : r.bind.host}:${r.bind.port}`;
+const routerUrl = (r: Pick<RouterPlan, 'bind'>) =>
+  `http://${r.bind.host === '0.0.0.0' || r.bind.host === '::' ? '127.0.0.1' : r.bind.host}:${r.bind.port}`;
 
 function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
   return {
@@ -66,9 +77,16 @@ function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
  * Each port HAProxy is about to bind, tried first: one held by another process is a failure naming
  * the port, its holder and the fix (HAProxy itself only exits 1 with an ALERT line in its log).
  */
-async function routerPortsTaken(r: Pick<RouterPlan, 'bind' | 'stats'>): Promise<{ message: string; fixes: string[] } | undefined> {
+async function routerPortsTaken(
+  r: Pick<RouterPlan, 'bind' | 'stats'>,
+): Promise<{ message: string; fixes: string[] } | undefined> {
   const binds = [
-    { host: r.bind.host, port: r.bind.port, what: "the router's port (the profile's server.port)", fix: '--set server.port=N (the replicas take the ports after it)' },
+    {
+      host: r.bind.host,
+      port: r.bind.port,
+      what: "the router's port (the profile's server.port)",
+      fix: '--set server.port=N (the replicas take the ports after it)',
+    },
     { host: r.stats.host, port: r.stats.port, what: "the router's stats port", fix: '--set router.statsPort=N' },
   ];
   for (const b of binds) {
@@ -78,11 +96,20 @@ async function routerPortsTaken(r: Pick<RouterPlan, 'bind' | 'stats'>): Promise<
     if (taken.code === 'EADDRINUSE')
       return {
         message: `${b.what} ${at} is taken by ${holdersInWords(taken.holders)}`,
-        fixes: [`choose a free port: ${b.fix}`, ...(taken.holders.length ? [`or stop what holds it (ss -ltnp 'sport = :${b.port}' shows it)`] : [])],
+        fixes: [
+          `choose a free port: ${b.fix}`,
+          ...(taken.holders.length ? [`or stop what holds it (ss -ltnp 'sport = :${b.port}' shows it)`] : []),
+        ],
       };
     return {
       message: `${b.what} ${at} cannot be bound (${taken.code})`,
-      fixes: [taken.code === 'EACCES' ? `a port below 1024 needs root, or ${b.fix}` : taken.code === 'EADDRNOTAVAIL' ? `${b.host} is not an address of this host: --set server.host=127.0.0.1` : b.fix],
+      fixes: [
+        taken.code === 'EACCES'
+          ? `a port below 1024 needs root, or ${b.fix}`
+          : taken.code === 'EADDRNOTAVAIL'
+            ? `${b.host} is not an address of this host: --set server.host=127.0.0.1`
+            : b.fix,
+      ],
     };
   }
   return undefined;
@@ -94,7 +121,10 @@ async function routerPortsTaken(r: Pick<RouterPlan, 'bind' | 'stats'>): Promise<
  * it can start. startRouter tries both again at its turn (the port can be taken while replicas load).
  */
 export async function precheckRouter(r: RouterPlan): Promise<RouterOutcome | undefined> {
-  const failed = (message: string, fixes: string[]) => ({ ...outcomeOf(r, -1), failure: `${message}; fix: ${fixes.join('; ')}` });
+  const failed = (message: string, fixes: string[]) => ({
+    ...outcomeOf(r, -1),
+    failure: `${message}; fix: ${fixes.join('; ')}`,
+  });
   try {
     await checkRouterConfig(r, requireHaproxy(r.settings.bin));
   } catch (e) {
@@ -106,7 +136,10 @@ export async function precheckRouter(r: RouterPlan): Promise<RouterOutcome | und
 }
 
 /** Start the plan's router; registered the moment it is spawned. Never throws for a router that fails: it says why. */
-export async function startRouter(plan: ServePlan, registry: Registry): Promise<{ launched?: RouterLaunched; outcome: RouterOutcome }> {
+export async function startRouter(
+  plan: ServePlan,
+  registry: Registry,
+): Promise<{ launched?: RouterLaunched; outcome: RouterOutcome }> {
   const r = plan.router!;
   // tried again here: the port can be taken while the replicas load
   const taken = await routerPortsTaken(r);
@@ -116,7 +149,12 @@ export async function startRouter(plan: ServePlan, registry: Registry): Promise<
     l = await launchRouter(r, requireHaproxy(r.settings.bin));
   } catch (e) {
     const x = e as Error & { details?: string[] };
-    return { outcome: { ...outcomeOf(r, -1), failure: x.details?.length ? `${x.message}: ${x.details.join('; ')}` : x.message } };
+    return {
+      outcome: {
+        ...outcomeOf(r, -1),
+        failure: x.details?.length ? `${x.message}: ${x.details.join('; ')}` : x.message,
+      },
+    };
   }
   if (l.pid > 0) registry.write('host', routerInstance(plan, r, l));
   const ready = await waitRouterReady(l);

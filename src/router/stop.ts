@@ -19,11 +19,16 @@ import { pollUntil } from '../util/poll.js';
 import { portFreed, type RouterStop, type StopOutcome } from '../engine/stop.js';
 
 interface RouterStopResult {
-  /** gone: nothing was running; unproven: not signalled; drained: no request was cut; cut: some were; unknown: the deadline came and its connections could not be read */
+  /**
+   * gone: nothing was running; unproven: not signalled; drained: no request was cut; cut: some were; unknown: the
+   * deadline came and its connections could not be read
+   */
   how: 'gone' | 'unproven' | 'drained' | 'cut' | 'unknown';
   /** how it ended: by itself after the soft stop, by the hard stop (SIGTERM), or SIGKILL */
   endedBy?: 'soft-stop' | 'hard-stop' | 'SIGKILL';
-  /** requests running or queued in HAProxy right before the soft stop (its runtime API); undefined: it did not answer */
+  /**
+   * requests running or queued in HAProxy right before the soft stop (its runtime API); undefined: it did not answer
+   */
   inFlight?: number;
   /** client connections open at the soft stop */
   connections?: number;
@@ -36,7 +41,10 @@ interface RouterStopResult {
 }
 
 /** Connections of a TcpView: clients (on one of its listening ports) and to servers (all others). */
-export function splitConnections(v: Pick<TcpView, 'established'>, listening: ReadonlySet<number>): { clients: number; servers: number } {
+export function splitConnections(
+  v: Pick<TcpView, 'established'>,
+  listening: ReadonlySet<number>,
+): { clients: number; servers: number } {
   let clients = 0;
   let servers = 0;
   for (const c of v.established) {
@@ -50,7 +58,9 @@ export function splitConnections(v: Pick<TcpView, 'established'>, listening: Rea
  * What the deadline found -> how many were cut. Pure. Without a connection to a replica, no client
  * connection had a request running. Nothing read (no /proc/net/tcp) is nothing claimed: undefined.
  */
-export function judgeDeadline(at: { clients: number; servers: number } | undefined): { cut: number; idleClosed: number } | undefined {
+export function judgeDeadline(
+  at: { clients: number; servers: number } | undefined,
+): { cut: number; idleClosed: number } | undefined {
   if (!at) return undefined;
   return at.servers > 0 ? { cut: at.clients, idleClosed: 0 } : { cut: 0, idleClosed: at.clients };
 }
@@ -66,7 +76,11 @@ interface RouterStopOptions {
 }
 
 /** Soft stop, wait up to drainMs for HAProxy to end by itself, then hard stop and SIGKILL. Never throws. */
-export async function softStopRouter(id: Identity, drainMs: number, o: RouterStopOptions = {}): Promise<RouterStopResult> {
+export async function softStopRouter(
+  id: Identity,
+  drainMs: number,
+  o: RouterStopOptions = {},
+): Promise<RouterStopResult> {
   const t0 = performance.now();
   const ms = () => Math.round(performance.now() - t0);
   const proof = proveIdentity(id);
@@ -94,7 +108,8 @@ export async function softStopRouter(id: Identity, drainMs: number, o: RouterSto
       (n) => n === 0,
       { deadlineMs: drainMs, intervalMs: 100, signal: o.signal },
     );
-  if (!groupMembers(pgid).length) return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
+  if (!groupMembers(pgid).length)
+    return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   const members = groupMembers(pgid);
   const at = tcpOf(members);
   // HAProxy's connections to replicas on Unix sockets (vLLM --uds) are no TCP: counted from /proc/net/unix
@@ -105,13 +120,17 @@ export async function softStopRouter(id: Identity, drainMs: number, o: RouterSto
   if (how === 'unproven') return { how: 'unproven', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   if (how === 'killed') o.onSignal?.('SIGKILL', {});
   // 'gone': it ended by itself between the last look and the hard stop
-  if (how === 'gone') return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
+  if (how === 'gone')
+    return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   const endedBy = how === 'killed' ? 'SIGKILL' : 'hard-stop';
   if (!left) return { how: 'unknown', endedBy, inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   return { how: left.cut ? 'cut' : 'drained', endedBy, inFlight, connections, ...left, ms: ms() };
 }
 
-/** A registered router's stop (StopOptions.router): the soft stop, the drain, then the hard stop. It has no vLLM evidence to read. */
+/**
+ * A registered router's stop (StopOptions.router): the soft stop, the drain, then the hard stop. It has no vLLM
+ * evidence to read.
+ */
 export const stopRouterEntry: RouterStop = async (reg, entry, base, opts): Promise<StopOutcome> => {
   const { inst, proof } = entry;
   const r = await softStopRouter(inst, base.graceMs, {
@@ -119,11 +138,17 @@ export const stopRouterEntry: RouterStop = async (reg, entry, base, opts): Promi
     port: inst.port,
     signal: opts.signal,
     onSignal: (sig, at) => {
-      if (sig === 'SIGUSR1') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGUSR1', ...at, graceMs: base.graceMs });
+      if (sig === 'SIGUSR1')
+        opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGUSR1', ...at, graceMs: base.graceMs });
       else opts.onEvent?.({ type: 'signalled', name: inst.name, signal: sig, graceMs: 3000, hardStop: true });
     },
   });
-  if (r.how === 'unproven') return { ...base, result: 'unproven', unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } };
+  if (r.how === 'unproven')
+    return {
+      ...base,
+      result: 'unproven',
+      unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' },
+    };
   const left = proof.state === 'gone' || proof.state === 'unproven' ? 0 : groupMembers(proof.pgid).length;
   const portFree = await portFreed(inst.port);
   const removed = !left && portFree;

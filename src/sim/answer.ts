@@ -32,14 +32,19 @@ function toolOf(t: unknown): { name: string; props: string[] } | undefined {
   const f = o.type === 'function' && o.function && typeof o.function === 'object' ? o.function : o;
   if (typeof f.name !== 'string') return undefined;
   const schema = f.input_schema ?? f.parameters;
-  const props = schema && typeof schema === 'object' && schema.properties && typeof schema.properties === 'object' ? Object.keys(schema.properties) : [];
+  const props =
+    schema && typeof schema === 'object' && schema.properties && typeof schema.properties === 'object'
+      ? Object.keys(schema.properties)
+      : [];
   return { name: f.name, props };
 }
 
 /** The tool that reads a file and the argument that takes its path, if the request defines one. */
 function readTool(tools: unknown[]): { name: string; arg: string } | undefined {
   const defs = tools.map(toolOf).filter((x): x is { name: string; props: string[] } => !!x);
-  const byName = defs.find((d) => /^read(_?file)?$/i.test(d.name) && d.props.some((p) => p === 'file_path' || p === 'path'));
+  const byName = defs.find(
+    (d) => /^read(_?file)?$/i.test(d.name) && d.props.some((p) => p === 'file_path' || p === 'path'),
+  );
   const d = byName ?? defs.find((x) => x.props.includes('file_path')) ?? defs.find((x) => x.props.includes('path'));
   if (!d) return undefined;
   return { name: d.name, arg: d.props.includes('file_path') ? 'file_path' : 'path' };
@@ -63,7 +68,10 @@ export function pathToRead(text: string): string | undefined {
   return m?.[1]?.replace(/[.,:;!?]+$/, '');
 }
 
-/** The conversation's last turn, past the system messages Claude Code appends after it (its "mid-conversation system" notes). */
+/**
+ * The conversation's last turn, past the system messages Claude Code appends after it (its "mid-conversation system"
+ * notes).
+ */
 function lastTurn(messages: unknown): Json | undefined {
   if (!Array.isArray(messages)) return undefined;
   for (let i = messages.length - 1; i >= 0; i--) {

@@ -97,13 +97,15 @@ export function parseVllmArgs(argv: string[], vllmVersion: string): SimArgs {
     const value = takeValue();
     const plugin = /parser$/.test(name) && argv.some((a) => /^--(tool|reasoning)-parser-plugin/.test(a));
     const allowed = plugin ? undefined : valuesAcceptedBy(vllmVersion, name);
-    if (allowed && !allowed.includes(value)) throw new ArgError(`argument ${name}: invalid choice: '${value}' (choose from ${quoteList(allowed)})`);
+    if (allowed && !allowed.includes(value))
+      throw new ArgError(`argument ${name}: invalid choice: '${value}' (choose from ${quoteList(allowed)})`);
     flags.set(name, value);
 
     function takeValue(): string {
       if (inline !== undefined) return inline;
       const v = argv[i + 1];
-      if (v === undefined || (v.startsWith('-') && v.length > 1 && !/^-\d/.test(v))) throw new ArgError(`argument ${name ?? spelled}: expected one argument`);
+      if (v === undefined || (v.startsWith('-') && v.length > 1 && !/^-\d/.test(v)))
+        throw new ArgError(`argument ${name ?? spelled}: expected one argument`);
       i++;
       return v;
     }

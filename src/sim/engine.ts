@@ -94,7 +94,10 @@ export class Engine {
   zombie = false;
   /** called when fault crash-mid-stream:N fires: the simulator exits as vLLM does when its engine core dies */
   onCrash?: () => void;
-  /** prompt tokens of prefills in progress whose KV blocks are not yet allocated (chunked prefill: they fill chunk by chunk) */
+  /**
+   * prompt tokens of prefills in progress whose KV blocks are not yet allocated (chunked prefill: they fill chunk by
+   * chunk)
+   */
   private kvPending = 0;
   /** aborted on a shutdown in abort mode: ends every request, queued or running */
   /** every request's own signal, so abortAll() ends them all */
@@ -111,7 +114,14 @@ export class Engine {
     readonly cap: Capacity,
     readonly timing: Timing,
     readonly metrics: Metrics | undefined,
-    readonly faults: { deadAfter?: number; zombieAfter?: number; zombieIf?: string; longPrefillS?: number; crashMidStream?: number; saturateAt?: number },
+    readonly faults: {
+      deadAfter?: number;
+      zombieAfter?: number;
+      zombieIf?: string;
+      longPrefillS?: number;
+      crashMidStream?: number;
+      saturateAt?: number;
+    },
   ) {}
 
   private gauges() {
@@ -126,13 +136,20 @@ export class Engine {
     return !this.paused && this.running < seqs && this.kvUsed + need <= this.cap.kvTokens;
   }
 
-  /** A wedged engine never returns from here; only the client's going away ends the request (its slot stays counted). */
+  /**
+   * A wedged engine never returns from here; only the client's going away ends the request (its slot stays counted).
+   */
   private async frozen(signal?: AbortSignal): Promise<void> {
     if (!this.zombie) return;
-    await new Promise<void>((_, reject) => signal?.addEventListener('abort', () => reject(new RequestAborted()), { once: true }));
+    await new Promise<void>((_, reject) =>
+      signal?.addEventListener('abort', () => reject(new RequestAborted()), { once: true }),
+    );
   }
 
-  /** Fault long-prefill:S: the prefill takes S s of wall time in ten chunks, each allocating its KV blocks (the gauge rises); prompt tokens are counted when it ends, as V1 counts them. */
+  /**
+   * Fault long-prefill:S: the prefill takes S s of wall time in ten chunks, each allocating its KV blocks (the gauge
+   * rises); prompt tokens are counted when it ends, as V1 counts them.
+   */
   private async longPrefill(promptTokens: number, signal: AbortSignal): Promise<void> {
     const chunks = 10;
     const per = Math.ceil(promptTokens / chunks);
@@ -261,7 +278,11 @@ export class Engine {
     const wait = this.admit(need, signal);
     if (wait) await wait;
     // the request that wedges it was scheduled (counted as running), then the engine stopped stepping
-    if ((this.faults.zombieAfter !== undefined && n > this.faults.zombieAfter) || (this.faults.zombieIf && existsSync(this.faults.zombieIf))) this.zombie = true;
+    if (
+      (this.faults.zombieAfter !== undefined && n > this.faults.zombieAfter) ||
+      (this.faults.zombieIf && existsSync(this.faults.zombieIf))
+    )
+      this.zombie = true;
     const queued = performance.now() - t0;
     // Admitted at once: the model's clock started when the request reached the server (reading
     // and checking its body is not prefill time: up to a few ms on a busy simulator). Held in the
@@ -300,7 +321,13 @@ export class Engine {
    * The tokens after the first: streamed one step apart (each due one step after the one before it was
    * due), or, without a listener, one timer for the whole decode.
    */
-  private async decode(n: number, maxTokens: number, onToken: ((i: number) => void | Promise<void>) | undefined, signal: AbortSignal, firstDue: number): Promise<void> {
+  private async decode(
+    n: number,
+    maxTokens: number,
+    onToken: ((i: number) => void | Promise<void>) | undefined,
+    signal: AbortSignal,
+    firstDue: number,
+  ): Promise<void> {
     let due = firstDue;
     if (onToken) await onToken(0);
     if (onToken) {
@@ -310,7 +337,12 @@ export class Engine {
         due += step;
         await abortable(due - performance.now(), signal);
         await this.frozen(signal);
-        if (this.faults.crashMidStream !== undefined && n === this.faults.crashMidStream && i === Math.min(3, maxTokens - 1)) this.onCrash?.();
+        if (
+          this.faults.crashMidStream !== undefined &&
+          n === this.faults.crashMidStream &&
+          i === Math.min(3, maxTokens - 1)
+        )
+          this.onCrash?.();
         this.metrics?.itl.observe(step / 1000);
         this.metrics?.generationTokens.inc(1);
         await onToken(i);
@@ -381,12 +413,17 @@ export class Engine {
 
 export async function createMetrics(modelName: string, opts: { sleepGauge?: boolean } = {}): Promise<Metrics> {
   // prom-client is CommonJS: its exports sit on .default when bundled as ESM.
-  const mod = (await import('prom-client')) as typeof import('prom-client') & { default?: typeof import('prom-client') };
+  const mod = (await import('prom-client')) as typeof import('prom-client') & {
+    default?: typeof import('prom-client');
+  };
   const prom = mod.default ?? mod;
   const registry = new prom.Registry();
   const labelNames = ['model_name', 'engine'] as const;
-  const mk = <T>(T: new (cfg: any) => T, name: string, help: string, extra: object = {}) => new T({ name, help, labelNames, registers: [registry], ...extra });
-  const latencyBuckets = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+  const mk = <T>(T: new (cfg: any) => T, name: string, help: string, extra: object = {}) =>
+    new T({ name, help, labelNames, registers: [registry], ...extra });
+  const latencyBuckets = [
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80,
+  ];
   const m = {
     registry,
     running: mk(prom.Gauge, 'vllm:num_requests_running', 'Number of requests in model execution batches.'),
@@ -401,10 +438,21 @@ export async function createMetrics(modelName: string, opts: { sleepGauge?: bool
       labelNames: ['model_name', 'engine', 'finished_reason'],
       registers: [registry],
     }),
-    ttft: mk(prom.Histogram, 'vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', { buckets: latencyBuckets }),
-    itl: mk(prom.Histogram, 'vllm:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', { buckets: latencyBuckets }),
-    e2e: mk(prom.Histogram, 'vllm:e2e_request_latency_seconds', 'Histogram of e2e request latency in seconds.', { buckets: latencyBuckets }),
-    queue: mk(prom.Histogram, 'vllm:request_queue_time_seconds', 'Histogram of time spent in WAITING phase for request.', { buckets: latencyBuckets }),
+    ttft: mk(prom.Histogram, 'vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', {
+      buckets: latencyBuckets,
+    }),
+    itl: mk(prom.Histogram, 'vllm:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', {
+      buckets: latencyBuckets,
+    }),
+    e2e: mk(prom.Histogram, 'vllm:e2e_request_latency_seconds', 'Histogram of e2e request latency in seconds.', {
+      buckets: latencyBuckets,
+    }),
+    queue: mk(
+      prom.Histogram,
+      'vllm:request_queue_time_seconds',
+      'Histogram of time spent in WAITING phase for request.',
+      { buckets: latencyBuckets },
+    ),
   };
   if (opts.sleepGauge) {
     // vllm/v1/metrics/loggers.py, PrometheusStatLogger.__init__: one series per sleep_state, set by

@@ -16,7 +16,13 @@ import { compareVersions } from '../profiles/versions.js';
  * commit); where no source says otherwise a version plays the capture's default, and the docs
  * (docs/upgrades.md) say the simulator's defaults are that.
  */
-export const DEFAULTS_BY_VERSION: ReadonlyArray<{ flag: string; from: string; below: string; value: string; source: string }> = [
+export const DEFAULTS_BY_VERSION: ReadonlyArray<{
+  flag: string;
+  from: string;
+  below: string;
+  value: string;
+  source: string;
+}> = [
   {
     flag: '--api-server-count',
     from: '0.9.0',
@@ -29,7 +35,8 @@ export const DEFAULTS_BY_VERSION: ReadonlyArray<{ flag: string; from: string; be
     // From v0.16.0 the same file reads `args.api_server_count is not None` (defaulted later from the
     // data-parallel size: https://docs.vllm.ai/en/v0.16.0/api/vllm/entrypoints/cli/serve/), as the
     // capture's "(default: None)" says.
-    source: 'vLLM v0.9.1-v0.12.0 entrypoints/cli/serve.py (docs.vllm.ai API pages), Red Hat AI Inference Server docs "Default: 1"',
+    source:
+      'vLLM v0.9.1-v0.12.0 entrypoints/cli/serve.py (docs.vllm.ai API pages), Red Hat AI Inference Server docs "Default: 1"',
   },
 ];
 
@@ -62,7 +69,9 @@ function block(names: string[], help: string): string[] {
 }
 
 function defaultFor(version: string, flag: string): string | undefined {
-  return DEFAULTS_BY_VERSION.find((d) => d.flag === flag && compareVersions(version, d.from) >= 0 && compareVersions(version, d.below) < 0)?.value;
+  return DEFAULTS_BY_VERSION.find(
+    (d) => d.flag === flag && compareVersions(version, d.from) >= 0 && compareVersions(version, d.below) < 0,
+  )?.value;
 }
 
 /** The block's lines with its `(default: X)` replaced by `(default: value)` (re-wrapped from the default on). */

@@ -32,7 +32,10 @@ export class SimHost implements Host {
     const drv = versionOf(p.driver);
     const cuda = versionOf(p.cuda);
     const memMiB = Math.round((p.gpu.memoryGiB * GIB) / MIB);
-    const busIds = Array.from({ length: p.gpu.count }, (_, i) => `00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`);
+    const busIds = Array.from(
+      { length: p.gpu.count },
+      (_, i) => `00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`,
+    );
     const rows = busIds.map((busId, i) => {
       const v: Record<string, string> = {
         index: String(i),
@@ -68,27 +71,62 @@ export class SimHost implements Host {
       return GPU_FIELDS.map((f) => v[f] ?? '[N/A]').join(', ');
     });
     const n = p.gpu.count;
-    const header = '\t' + Array.from({ length: n }, (_, i) => `GPU${i}`).join('\t') + '\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID';
+    const header =
+      '\t' + Array.from({ length: n }, (_, i) => `GPU${i}`).join('\t') + '\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID';
     const topo = [
       header,
-      ...Array.from({ length: n }, (_, i) => `GPU${i}\t` + Array.from({ length: n }, (_, j) => (i === j ? ' X ' : 'NV12')).join('\t') + `\t0-63\t${i < n / 2 ? 0 : 1}\t\tN/A`),
+      ...Array.from(
+        { length: n },
+        (_, i) =>
+          `GPU${i}\t` +
+          Array.from({ length: n }, (_, j) => (i === j ? ' X ' : 'NV12')).join('\t') +
+          `\t0-63\t${i < n / 2 ? 0 : 1}\t\tN/A`,
+      ),
     ].join('\n');
-    const smiq = [`Driver Version                            : ${drv}`, `CUDA Version                              : ${cuda}`, ''];
+    const smiq = [
+      `Driver Version                            : ${drv}`,
+      `CUDA Version                              : ${cuda}`,
+      '',
+    ];
     for (let i = 0; i < n; i++) {
-      smiq.push(`GPU ${busIds[i]}`, `    Product Name                          : ${p.gpu.displayName}`, `    GSP Firmware Version                  : ${drv}`);
-      if (p.gpu.nvswitch) smiq.push('    Fabric', '        State                             : Completed', '        Status                            : Success');
+      smiq.push(
+        `GPU ${busIds[i]}`,
+        `    Product Name                          : ${p.gpu.displayName}`,
+        `    GSP Firmware Version                  : ${drv}`,
+      );
+      if (p.gpu.nvswitch)
+        smiq.push(
+          '    Fabric',
+          '        State                             : Completed',
+          '        Status                            : Success',
+        );
     }
     const torchVer = p.torch ? versionOf(p.torch) : '2.9.0';
-    const torchCuda = 'exact' in (p.torch ?? {}) && /\+cu(\d+)(\d)$/.test(torchVer) ? torchVer.replace(/.*\+cu(\d+)(\d)$/, '$1.$2') : cuda.split('.').slice(0, 2).join('.');
+    const torchCuda =
+      'exact' in (p.torch ?? {}) && /\+cu(\d+)(\d)$/.test(torchVer)
+        ? torchVer.replace(/.*\+cu(\d+)(\d)$/, '$1.$2')
+        : cuda.split('.').slice(0, 2).join('.');
     const m = new Map<string, string>();
     // the narrow smi.q pair first: the prefixes below would answer them too
-    m.set(SMI_FABRIC.join(' '), busIds.map((b) => (p.gpu.nvswitch ? `${b}, Completed, Success` : `${b}, [N/A], [N/A]`)).join('\n') + '\n');
-    m.set(SMI_Q_GSP.join(' '), [...smiq.slice(0, 3), ...busIds.flatMap((b) => [`GPU ${b}`, `    GSP Firmware Version                  : ${drv}`])].join('\n') + '\n');
+    m.set(
+      SMI_FABRIC.join(' '),
+      busIds.map((b) => (p.gpu.nvswitch ? `${b}, Completed, Success` : `${b}, [N/A], [N/A]`)).join('\n') + '\n',
+    );
+    m.set(
+      SMI_Q_GSP.join(' '),
+      [
+        ...smiq.slice(0, 3),
+        ...busIds.flatMap((b) => [`GPU ${b}`, `    GSP Firmware Version                  : ${drv}`]),
+      ].join('\n') + '\n',
+    );
     m.set('nvidia-smi --query-gpu', rows.join('\n') + '\n');
     m.set('nvidia-smi -q', smiq.join('\n') + '\n');
     m.set('nvidia-smi topo', topo + '\n');
     m.set('nvidia-smi --query-compute-apps', '');
-    m.set('nvcc', `Cuda compilation tools, release ${cuda.split('.').slice(0, 2).join('.')}, V${cuda.split('.').slice(0, 2).join('.')}.0\n`);
+    m.set(
+      'nvcc',
+      `Cuda compilation tools, release ${cuda.split('.').slice(0, 2).join('.')}, V${cuda.split('.').slice(0, 2).join('.')}.0\n`,
+    );
     m.set('which -a nvcc', '/usr/local/cuda/bin/nvcc\n');
     m.set('readlink', `/usr/local/cuda-${cuda.split('.').slice(0, 2).join('.')}\n`);
     m.set(
@@ -97,11 +135,19 @@ export class SimHost implements Host {
     );
     m.set('which -a vllm', '/opt/sim/bin/vllm\n');
     m.set('uname', `${p.arch}\n`);
-    m.set('/proc/driver/nvidia/version', `NVRM version: NVIDIA UNIX Open Kernel Module for ${p.arch}  ${drv}  Release Build  (sim)\n`);
-    m.set('/opt/sim/site-packages/torch/version.py', `__version__ = '${torchVer}'\ncuda: Optional[str] = '${torchCuda}'\n`);
+    m.set(
+      '/proc/driver/nvidia/version',
+      `NVRM version: NVIDIA UNIX Open Kernel Module for ${p.arch}  ${drv}  Release Build  (sim)\n`,
+    );
+    m.set(
+      '/opt/sim/site-packages/torch/version.py',
+      `__version__ = '${torchVer}'\ncuda: Optional[str] = '${torchCuda}'\n`,
+    );
     m.set(
       '/usr/include/cudnn_version.h',
-      p.cudnn ? `#define CUDNN_MAJOR ${versionOf(p.cudnn).split('.')[0]}\n#define CUDNN_MINOR ${versionOf(p.cudnn).split('.')[1] ?? 0}\n#define CUDNN_PATCHLEVEL 0\n` : '',
+      p.cudnn
+        ? `#define CUDNN_MAJOR ${versionOf(p.cudnn).split('.')[0]}\n#define CUDNN_MINOR ${versionOf(p.cudnn).split('.')[1] ?? 0}\n#define CUDNN_PATCHLEVEL 0\n`
+        : '',
     );
     return m;
   }
@@ -122,7 +168,8 @@ export class SimHost implements Host {
       }
     }
     // Ports, limits and disks are real; GPU tooling that the simulation does not model is absent.
-    if (['df', 'sh', 'ldconfig', 'find'].includes(argv[0]!) && !(argv[0] === 'sh' && /cuda/.test(joined))) return this.real.run(argv, opts);
+    if (['df', 'sh', 'ldconfig', 'find'].includes(argv[0]!) && !(argv[0] === 'sh' && /cuda/.test(joined)))
+      return this.real.run(argv, opts);
     if (argv[0] === 'sh') return { argv, stdout: '/usr/local/cuda\n', stderr: '', exitCode: 0, durationMs: 0 };
     return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
   }
@@ -130,7 +177,13 @@ export class SimHost implements Host {
   async readFile(path: string, maxBytes?: number): Promise<string | null> {
     const a = this.answers();
     if (a.has(path)) return a.get(path) || null;
-    if (path.startsWith('/proc/net/') || path === '/proc/self/limits' || path === '/proc/meminfo' || path.startsWith('/proc/sys/net/')) return this.real.readFile(path, maxBytes);
+    if (
+      path.startsWith('/proc/net/') ||
+      path === '/proc/self/limits' ||
+      path === '/proc/meminfo' ||
+      path.startsWith('/proc/sys/net/')
+    )
+      return this.real.readFile(path, maxBytes);
     return null;
   }
 

@@ -16,11 +16,17 @@ type Line = [where: string, message: string];
 
 export function versionLines(version: string, model: string, env: NodeJS.ProcessEnv = process.env): Line[] {
   if (!since(version, '0.15.0')) return [['api_server.py:1896', `vLLM API server version ${version}`]];
-  if (env.VLLM_DISABLE_LOG_LOGO === '1' || env.VLLM_DISABLE_LOG_LOGO === 'true') return [['api_utils.py:345', `vLLM server version ${version}, serving model ${model}`]];
+  if (env.VLLM_DISABLE_LOG_LOGO === '1' || env.VLLM_DISABLE_LOG_LOGO === 'true')
+    return [['api_utils.py:345', `vLLM server version ${version}, serving model ${model}`]];
   // the monochrome logo (no colour formatter when the output is not a terminal)
-  return ['', '       █     █     █▄   ▄█', ` ▄▄ ▄█ █     █     █ ▀▄▀ █  version ${version}`, `  █▄█▀ █     █     █     █  model   ${model}`, '   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀', ''].map(
-    (m) => ['api_utils.py:345', m] as Line,
-  );
+  return [
+    '',
+    '       █     █     █▄   ▄█',
+    ` ▄▄ ▄█ █     █     █ ▀▄▀ █  version ${version}`,
+    `  █▄█▀ █     █     █     █  model   ${model}`,
+    '   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀',
+    '',
+  ].map((m) => ['api_utils.py:345', m] as Line);
 }
 
 export function modelLoadingLine(version: string, gib: number, seconds: number): Line {
@@ -40,7 +46,9 @@ export function kvCacheLines(version: string, tokens: number, maxModelLen: numbe
 
 export function startingLine(version: string, host: string, port: number, uds?: string): Line {
   const at = uds ? `unix:${uds}` : `http://${host}:${port}`;
-  return since(version, '0.18.0') ? ['api_server.py:682', `Starting vLLM server on ${at}`] : ['api_server.py:1912', `Starting vLLM API server 0 on ${at}`];
+  return since(version, '0.18.0')
+    ? ['api_server.py:682', `Starting vLLM server on ${at}`]
+    : ['api_server.py:1912', `Starting vLLM API server 0 on ${at}`];
 }
 
 /**
@@ -55,7 +63,10 @@ export function compileLines(version: string, hit: boolean, seconds: number, dir
     ['backends.py:1094', `Using cache directory: ${dir} for vLLM's torch.compile`],
     ['backends.py:1155', `Dynamo bytecode transform time: ${(seconds * 0.3).toFixed(2)} s`],
     hit
-      ? ['backends.py:292', `Directly load the compiled graph(s) for ${what} from the cache, took ${(seconds * 0.2).toFixed(3)} s`]
+      ? [
+          'backends.py:292',
+          `Directly load the compiled graph(s) for ${what} from the cache, took ${(seconds * 0.2).toFixed(3)} s`,
+        ]
       : ['backends.py:394', `Compiling a graph for ${what} takes ${(seconds * 0.7).toFixed(2)} s`],
     ['monitor.py:53', `torch.compile ${total} ${(hit ? seconds * 0.5 : seconds).toFixed(2)} s in total`],
   ];

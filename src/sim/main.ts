@@ -21,7 +21,14 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { pause } from '../util/pause.js';
 import { onSignals } from '../util/interrupt.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
-import { hostStore, joinStore, rendezvousProblem, TORCH_DEFAULT_TIMEOUT_MS, type Joined, type RendezvousArgs } from './rendezvous.js';
+import {
+  hostStore,
+  joinStore,
+  rendezvousProblem,
+  TORCH_DEFAULT_TIMEOUT_MS,
+  type Joined,
+  type RendezvousArgs,
+} from './rendezvous.js';
 
 interface Faults {
   oomAtStart?: boolean;
@@ -48,7 +55,8 @@ function parseFaults(spec: string): Faults {
     const [name, arg] = item.split(':') as [string, string | undefined];
     const n = () => {
       const v = Number(arg);
-      if (arg === undefined || !Number.isFinite(v) || v < 0) throw new ArgError(`fault ${name} needs a number: ${name}:N`);
+      if (arg === undefined || !Number.isFinite(v) || v < 0)
+        throw new ArgError(`fault ${name} needs a number: ${name}:N`);
       return v;
     };
     switch (name) {
@@ -71,7 +79,8 @@ function parseFaults(spec: string): Faults {
         f.zombieAfter = n();
         break;
       case 'zombie-if':
-        if (!arg?.startsWith('/')) throw new ArgError('fault zombie-if needs an absolute path: zombie-if:/path/to/switch');
+        if (!arg?.startsWith('/'))
+          throw new ArgError('fault zombie-if needs an absolute path: zombie-if:/path/to/switch');
         f.zombieIf = arg;
         break;
       case 'long-prefill':
@@ -103,11 +112,13 @@ function envRate(name: string): number | undefined {
   const v = process.env[name];
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
-  if (!(Number.isFinite(n) && n > 0)) throw new ArgError(`${name}: "${v}" is not a positive number (tokens per second)`);
+  if (!(Number.isFinite(n) && n > 0))
+    throw new ArgError(`${name}: "${v}" is not a positive number (tokens per second)`);
   return n;
 }
 
-const out = (level: string, where: string, msg: string) => process.stdout.write(`${level} ${stamp()} [${where}] ${msg}\n`);
+const out = (level: string, where: string, msg: string) =>
+  process.stdout.write(`${level} ${stamp()} [${where}] ${msg}\n`);
 const info = (where: string, msg: string) => out('INFO', where, msg);
 const err = (line: string) => process.stderr.write(line + '\n');
 
@@ -154,18 +165,29 @@ function cachedConfig(model: string): string | undefined {
  * Hugging Face cache's for a model id (what vLLM loads), the profile's facts, else a generic 8B, said
  * to be a guess. Its timings follow from it and from the platform it plays (one machine's numbers).
  */
-function archOf(model: string, base: { profile: Profile; known: boolean }): { facts: ModelFacts; from: string; guessed: boolean } {
+function archOf(
+  model: string,
+  base: { profile: Profile; known: boolean },
+): { facts: ModelFacts; from: string; guessed: boolean } {
   for (const file of [join(model, 'config.json'), cachedConfig(model)]) {
     if (!file) continue;
     try {
-      return { facts: parseModelConfig(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.config }))), from: file, guessed: false };
+      return {
+        facts: parseModelConfig(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.config }))),
+        from: file,
+        guessed: false,
+      };
     } catch {
       /* not there, or not a config: the next source */
     }
   }
   const own = base.known ? factsFromProfile(base.profile.model) : undefined;
   if (own) return { facts: own, from: `profile ${base.profile.name}`, guessed: false };
-  return { facts: factsFromProfile(GENERIC)!, from: 'no config.json in the model folder or the Hugging Face cache, and no profile names it', guessed: true };
+  return {
+    facts: factsFromProfile(GENERIC)!,
+    from: 'no config.json in the model folder or the Hugging Face cache, and no profile names it',
+    guessed: true,
+  };
 }
 
 function portFree(port: number, host: string): Promise<boolean> {
@@ -208,7 +230,10 @@ interface SimSetup {
   servedName: string;
   host: string;
   port: number;
-  /** --uds PATH (vLLM 0.11 and later): the API listens on this Unix socket only, no TCP port (api_server.py setup_server) */
+  /**
+   * --uds PATH (vLLM 0.11 and later): the API listens on this Unix socket only, no TCP port (api_server.py
+   * setup_server)
+   */
   uds?: string;
   loadMs: number;
   factor: number;
@@ -227,7 +252,9 @@ async function simServeInner(argv: string[]): Promise<void> {
   // vLLM runs the engine in a child process (EngineCore): killing only the API server leaves it.
   let engineProc: ChildProcess | undefined;
   if (!s.args.sim.has('--sim-no-engine-process')) {
-    engineProc = spawn(process.execPath, ['-e', "process.title='VLLM::EngineCore_0';setInterval(()=>{},1<<30)"], { stdio: 'ignore' });
+    engineProc = spawn(process.execPath, ['-e', "process.title='VLLM::EngineCore_0';setInterval(()=>{},1<<30)"], {
+      stdio: 'ignore',
+    });
     currentEngine = engineProc;
   }
   ipcSockets();
@@ -239,7 +266,9 @@ async function simServeInner(argv: string[]): Promise<void> {
   const { sim, engine, devMode } = await buildServer(s);
   // A worker rank lost after the world joined: the head's collectives fail, its engine is dead (/health 503).
   world?.onLost((rank) => {
-    err(`ERROR ${stamp()} [multiproc_executor.py:297] Worker proc VllmWorker-${rank} died unexpectedly (exit code: None), shutting down executor.`);
+    err(
+      `ERROR ${stamp()} [multiproc_executor.py:297] Worker proc VllmWorker-${rank} died unexpectedly (exit code: None), shutting down executor.`,
+    );
     engine.dead = true;
   });
   await listen(s, sim, devMode, engineProc);
@@ -267,15 +296,26 @@ function ipcSockets(): void {
 }
 
 /** argv -> the settings; a flag this vLLM would refuse exits 2 with vLLM's usage lines. */
-/** The version played, the arguments and faults as vLLM's parser takes them; a bad one exits 2 as vLLM's argparse does. */
-function parseOrExit(argv: string[]): { version: string; args: ReturnType<typeof parseVllmArgs>; faults: Faults; prefillFromEnv?: number } {
-  const asked = process.env.SPARKCTL_SIM_VLLM_VERSION ?? (argv.includes('--sim-vllm-version') ? argv[argv.indexOf('--sim-vllm-version') + 1]! : '0.17.0');
+/**
+ * The version played, the arguments and faults as vLLM's parser takes them; a bad one exits 2 as vLLM's argparse does.
+ */
+function parseOrExit(argv: string[]): {
+  version: string;
+  args: ReturnType<typeof parseVllmArgs>;
+  faults: Faults;
+  prefillFromEnv?: number;
+} {
+  const asked =
+    process.env.SPARKCTL_SIM_VLLM_VERSION ??
+    (argv.includes('--sim-vllm-version') ? argv[argv.indexOf('--sim-vllm-version') + 1]! : '0.17.0');
   // 'auto' (a profile that lets the installed vLLM decide): the simulator is that vLLM, and plays the
   // version sparkctl renders for 'auto' (the newest table), so what was rendered is what it accepts.
   const version = asked === 'auto' ? targetVersion('auto') : asked;
   try {
     const args = parseVllmArgs(argv, version);
-    const faults = parseFaults([process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','));
+    const faults = parseFaults(
+      [process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','),
+    );
     return { version, args, faults, prefillFromEnv: envRate('SPARKCTL_SIM_PREFILL_TPS') };
   } catch (e) {
     if (!(e instanceof ArgError)) throw e;
@@ -308,7 +348,8 @@ function readSetup(argv: string[]): SimSetup {
       // facts are read from it; from the profile that records the model (engine.quantization) when they
       // come from there (a gpt-oss rank with no config.json on its node played bf16: 108.8 GiB per GPU at TP 2
       // for an MXFP4 model of about 61 GiB, and refused to start on a Spark that the plan said fits)
-      quantization: str(f, '--quantization') ?? (played.from.startsWith('profile ') ? (base.engine.quantization ?? null) : null),
+      quantization:
+        str(f, '--quantization') ?? (played.from.startsWith('profile ') ? (base.engine.quantization ?? null) : null),
       dtype: (str(f, '--dtype') ?? base.engine.dtype) as Profile['engine']['dtype'],
     },
     parallel: { ...base.parallel, tensor: tp, pipeline: pp },
@@ -322,8 +363,18 @@ function readSetup(argv: string[]): SimSetup {
   const timing: Timing = {
     // SPARKCTL_SIM_PREFILL_TPS: the whole suite's servers share one (a test whose comparisons must stand
     // above a loaded host's scheduling noise), and a candidate's env can give one server a slower prefill
-    prefillTps: num(args.sim, '--sim-prefill-tps', prefillFromEnv ?? (platform.gpu.bf16Tflops * 1e12 * tp * 0.4) / (2 * arch.parameters)),
-    decodeMs: num(args.sim, '--sim-decode-ms', (plan.weightsPerGpuBytes / (platform.gpu.hbmBandwidthGBs * 1e9 * 0.7)) * 1000 * (profile.engine.enforceEager ? 1.3 : 1)),
+    prefillTps: num(
+      args.sim,
+      '--sim-prefill-tps',
+      prefillFromEnv ?? (platform.gpu.bf16Tflops * 1e12 * tp * 0.4) / (2 * arch.parameters),
+    ),
+    decodeMs: num(
+      args.sim,
+      '--sim-decode-ms',
+      (plan.weightsPerGpuBytes / (platform.gpu.hbmBandwidthGBs * 1e9 * 0.7)) *
+        1000 *
+        (profile.engine.enforceEager ? 1.3 : 1),
+    ),
     batchSlowdown: 0.01,
     coldMs: num(args.sim, '--sim-cold-ms', Number(process.env.SPARKCTL_SIM_COLD_MS ?? 3000)),
     timeFactor: factor,
@@ -368,7 +419,12 @@ function checkArgs(s: SimSetup): RendezvousArgs | undefined {
       'sparkctl-sim',
       `the size of ${args.model} is not known (${s.played.from}): playing a generic 8B dense decoder on ${gpu}; its timings are a guess (sparkctl pull ${args.model} --config-only gives the simulator the model's own size)`,
     );
-  else out('INFO', 'sparkctl-sim', `playing ${(s.played.parameters / 1e9).toFixed(1)}B parameters from ${s.played.from} on ${gpu}`);
+  else
+    out(
+      'INFO',
+      'sparkctl-sim',
+      `playing ${(s.played.parameters / 1e9).toFixed(1)}B parameters from ${s.played.from} on ${gpu}`,
+    );
   if (f.has('--enable-auto-tool-choice') && !str(f, '--tool-call-parser')) {
     // vLLM's own check of its arguments (entrypoints/openai/cli_args.py), before anything loads.
     err('Traceback (most recent call last):');
@@ -387,7 +443,12 @@ function checkArgs(s: SimSetup): RendezvousArgs | undefined {
           masterPort: num(f, '--master-port', 29501),
           headless,
           world: tp * pp,
-          timeoutMs: num(args.sim, '--sim-rendezvous-timeout', Number(process.env.SPARKCTL_SIM_RENDEZVOUS_TIMEOUT_S ?? TORCH_DEFAULT_TIMEOUT_MS / 1000)) * 1000,
+          timeoutMs:
+            num(
+              args.sim,
+              '--sim-rendezvous-timeout',
+              Number(process.env.SPARKCTL_SIM_RENDEZVOUS_TIMEOUT_S ?? TORCH_DEFAULT_TIMEOUT_MS / 1000),
+            ) * 1000,
         }
       : undefined;
   if (rdv) {
@@ -452,7 +513,10 @@ async function loadModel(s: SimSetup, engineProc: ChildProcess | undefined, worl
   const shards = 4;
   for (let i = 0; i <= shards; i++) {
     const pct = Math.round((i / shards) * 100);
-    info('default_loader.py:262', `Loading safetensors checkpoint shards: ${String(pct).padStart(3)}% Completed | ${i}/${shards}`);
+    info(
+      'default_loader.py:262',
+      `Loading safetensors checkpoint shards: ${String(pct).padStart(3)}% Completed | ${i}/${shards}`,
+    );
     if (faults.hangAtLoad && i === 2) {
       // Alive, silent, never ready: what a stuck NFS read or a wedged GPU looks like.
       await new Promise(() => {});
@@ -475,13 +539,17 @@ async function loadModel(s: SimSetup, engineProc: ChildProcess | undefined, worl
   await at(0.1);
   if (plan.availableKvBytes <= 0) {
     err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
-    err('ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.');
+    err(
+      'ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.',
+    );
     err('RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}');
     exitWith(1, engineProc);
   }
   if (faults.kvTooSmall || plan.kvTokens < maxModelLen) {
     // The fault shrinks the cache to about a third of what one full-length request needs.
-    const available = faults.kvTooSmall ? Math.max(0.1, Math.min(plan.availableKvBytes / GIB, ((maxModelLen * plan.kvBytesPerToken) / GIB) * 0.37)) : plan.availableKvBytes / GIB;
+    const available = faults.kvTooSmall
+      ? Math.max(0.1, Math.min(plan.availableKvBytes / GIB, ((maxModelLen * plan.kvBytesPerToken) / GIB) * 0.37))
+      : plan.availableKvBytes / GIB;
     const needed = (maxModelLen * plan.kvBytesPerToken) / GIB;
     const est = Math.floor((available * GIB) / plan.kvBytesPerToken / 16) * 16;
     err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
@@ -498,14 +566,23 @@ async function loadModel(s: SimSetup, engineProc: ChildProcess | undefined, worl
   for (const [where, msg] of kvCacheLines(version, plan.kvTokens, maxModelLen, plan.maxConcurrency)) info(where, msg);
   if (!profile.engine.enforceEager) {
     for (const pct of [0, 25, 50, 75, 100]) {
-      info('gpu_model_runner.py:2567', `Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): ${String(pct).padStart(3)}%`);
+      info(
+        'gpu_model_runner.py:2567',
+        `Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): ${String(pct).padStart(3)}%`,
+      );
       await at(0.05);
     }
-    info('gpu_model_runner.py:2625', `Graph capturing finished in ${((loadMs * 0.25) / 1000).toFixed(0)} secs, took 0.52 GiB`);
+    info(
+      'gpu_model_runner.py:2625',
+      `Graph capturing finished in ${((loadMs * 0.25) / 1000).toFixed(0)} secs, took 0.52 GiB`,
+    );
   } else {
     await at(0.2);
   }
-  info('core.py:218', `init engine (profile, create kv cache, warmup model) took ${((loadMs * 0.45) / 1000).toFixed(2)} seconds`);
+  info(
+    'core.py:218',
+    `init engine (profile, create kv cache, warmup model) took ${((loadMs * 0.45) / 1000).toFixed(2)} seconds`,
+  );
 }
 
 /**
@@ -531,16 +608,24 @@ async function simCompile(s: SimSetup): Promise<void> {
 async function buildServer(s: SimSetup) {
   const { f, args, version, plan, maxModelLen, timing, faults, servedName, loadMs, factor } = s;
   const metrics = await createMetrics(servedName, { sleepGauge: 'vllm:engine_sleep_state' in metricsOf(version) });
-  const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
-    deadAfter: faults.engineDeadAfter,
-    zombieAfter: faults.zombieAfter,
-    // {port} in the path: each replica of a profile its own switch (one wedged, the others serving); on
-    // --uds (no port) the socket's file name without .sock (a router's replica: its instance name)
-    zombieIf: faults.zombieIf?.replaceAll('{port}', str(f, '--uds') ? basename(str(f, '--uds')!, '.sock') : String(num(f, '--port', 8000))),
-    longPrefillS: faults.longPrefillS,
-    crashMidStream: faults.crashMidStream,
-    saturateAt: faults.saturateAt,
-  });
+  const engine = new Engine(
+    { maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen },
+    timing,
+    metrics,
+    {
+      deadAfter: faults.engineDeadAfter,
+      zombieAfter: faults.zombieAfter,
+      // {port} in the path: each replica of a profile its own switch (one wedged, the others serving); on
+      // --uds (no port) the socket's file name without .sock (a router's replica: its instance name)
+      zombieIf: faults.zombieIf?.replaceAll(
+        '{port}',
+        str(f, '--uds') ? basename(str(f, '--uds')!, '.sock') : String(num(f, '--port', 8000)),
+      ),
+      longPrefillS: faults.longPrefillS,
+      crashMidStream: faults.crashMidStream,
+      saturateAt: faults.saturateAt,
+    },
+  );
   // crash-mid-stream: the engine core dies while a stream is open; vLLM's API server then exits
   engine.onCrash = () => {
     err(`ERROR ${stamp()} [core.py:708] EngineCore encountered a fatal error.`);
@@ -548,7 +633,8 @@ async function buildServer(s: SimSetup) {
     exitWith(1, currentEngine);
   };
   // vllm/envs.py: VLLM_SERVER_DEV_MODE is bool(int(os.getenv("VLLM_SERVER_DEV_MODE", "0")))
-  const devMode = /^\d+$/.test(process.env.VLLM_SERVER_DEV_MODE ?? '0') && Number(process.env.VLLM_SERVER_DEV_MODE ?? '0') !== 0;
+  const devMode =
+    /^\d+$/.test(process.env.VLLM_SERVER_DEV_MODE ?? '0') && Number(process.env.VLLM_SERVER_DEV_MODE ?? '0') !== 0;
   const sleep = new SimSleep(
     {
       enabled: f.has('--enable-sleep-mode'),
@@ -575,7 +661,9 @@ async function buildServer(s: SimSetup) {
       errorTypes: (str(args.sim, '--sim-error-types') ?? 'rate_limit,server_error,context_length').split(','),
       log: (line) => process.stderr.write(line + '\n'),
       trace: process.env.SPARKCTL_SIM_TRACE ? new SimTrace(process.env.SPARKCTL_SIM_TRACE) : undefined,
-      requestLog: process.env.SPARKCTL_SIM_REQUEST_LOG ? new RequestLog(process.env.SPARKCTL_SIM_REQUEST_LOG) : undefined,
+      requestLog: process.env.SPARKCTL_SIM_REQUEST_LOG
+        ? new RequestLog(process.env.SPARKCTL_SIM_REQUEST_LOG)
+        : undefined,
       autoToolChoice: f.has('--enable-auto-tool-choice'),
       toolCallParser: str(f, '--tool-call-parser'),
       sleep,
@@ -587,7 +675,12 @@ async function buildServer(s: SimSetup) {
   return { sim, engine, devMode };
 }
 
-async function listen(s: SimSetup, sim: SimServer, devMode: boolean, engineProc: ChildProcess | undefined): Promise<void> {
+async function listen(
+  s: SimSetup,
+  sim: SimServer,
+  devMode: boolean,
+  engineProc: ChildProcess | undefined,
+): Promise<void> {
   const { version, host, port, uds } = s;
   // as vLLM: `Starting vLLM server on unix:PATH`, the socket bound where it is named (a path that exists: Errno 98)
   info(...startingLine(version, host, port, uds));
@@ -596,19 +689,30 @@ async function listen(s: SimSetup, sim: SimServer, devMode: boolean, engineProc:
     else err(`OSError: ${e.message}`);
     exitWith(1, engineProc);
   });
-  await new Promise<void>((resolve) => (uds ? sim.server.listen(uds, resolve) : sim.server.listen(port, host, resolve)));
+  await new Promise<void>((resolve) =>
+    uds ? sim.server.listen(uds, resolve) : sim.server.listen(port, host, resolve),
+  );
   info(
     'launcher.py:37',
     `Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages${devMode ? ', /sleep, /wake_up, /is_sleeping, /collective_rpc, /reset_prefix_cache' : ''}`,
   );
-  process.stdout.write('INFO:     Started server process [' + process.pid + ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n');
+  process.stdout.write(
+    'INFO:     Started server process [' +
+      process.pid +
+      ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n',
+  );
 }
 
 // vLLM's shutdown (0.27.2: entrypoints/launcher.py, v1/engine/core.py): SIGTERM aborts every
 // unfinished request unless --shutdown-timeout N > 0, which lets them finish for up to N s; each
 // step logged under [shutdown]. A version without the flag logs none of it here (its lines are
 // not known), and aborts.
-function shutdownOf(s: SimSetup, sim: SimServer, engine: Engine, engineProc: ChildProcess | undefined): (sig: string) => Promise<void> {
+function shutdownOf(
+  s: SimSetup,
+  sim: SimServer,
+  engine: Engine,
+  engineProc: ChildProcess | undefined,
+): (sig: string) => Promise<void> {
   const { f, version } = s;
   const shutdownS = Number(str(f, '--shutdown-timeout') ?? 0) || 0;
   const logsShutdown = acceptedBy(version, '--shutdown-timeout');
@@ -670,7 +774,10 @@ async function headlessRank(rdv: RendezvousArgs, s: SimSetup): Promise<void> {
   info('gpu_model_runner.py:1770', `Starting to load model ${s.args.model}...`);
   const shards = 4;
   for (let i = 0; i <= shards; i++) {
-    info('default_loader.py:262', `Loading safetensors checkpoint shards: ${String(Math.round((i / shards) * 100)).padStart(3)}% Completed | ${i}/${shards}`);
+    info(
+      'default_loader.py:262',
+      `Loading safetensors checkpoint shards: ${String(Math.round((i / shards) * 100)).padStart(3)}% Completed | ${i}/${shards}`,
+    );
     if (i < shards) await pause((loadMs * 0.5) / shards);
   }
   info(...modelLoadingLine(version, plan.weightsPerGpuBytes / GIB, (loadMs * 0.5) / 1000));
@@ -679,7 +786,10 @@ async function headlessRank(rdv: RendezvousArgs, s: SimSetup): Promise<void> {
   info('gpu_worker.py:276', `Available KV cache memory: ${(plan.availableKvBytes / GIB).toFixed(2)} GiB`);
   if (!profile.engine.enforceEager) {
     await pause(loadMs * 0.1);
-    info('gpu_model_runner.py:2625', `Graph capturing finished in ${((loadMs * 0.25) / 1000).toFixed(0)} secs, took 0.52 GiB`);
+    info(
+      'gpu_model_runner.py:2625',
+      `Graph capturing finished in ${((loadMs * 0.25) / 1000).toFixed(0)} secs, took 0.52 GiB`,
+    );
   }
   // alive until a signal: the executor's workers wait for the head's next step
   setInterval(() => {}, 1 << 30);

@@ -65,7 +65,12 @@ interface Placement {
   child: ChildProcess;
 }
 
-export function reservePlacement(python: string, world: number, log: (level: string, where: string, text: string) => void, fail: (text: string) => void): Placement {
+export function reservePlacement(
+  python: string,
+  world: number,
+  log: (level: string, where: string, text: string) => void,
+  fail: (text: string) => void,
+): Placement {
   const child = spawn(python, ['-c', PLACEMENT_PY, String(world)], { stdio: ['pipe', 'pipe', 'pipe'] });
   let buf = '';
   let err = '';
@@ -89,7 +94,8 @@ export function reservePlacement(python: string, world: number, log: (level: str
   });
   child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4000)));
   child.on('exit', (code) => {
-    if (code !== 0 && code !== null) fail(err.trim().split('\n').slice(-3).join('\n') || `ray placement exited ${code}`);
+    if (code !== 0 && code !== null)
+      fail(err.trim().split('\n').slice(-3).join('\n') || `ray placement exited ${code}`);
   });
   return { ready, child };
 }

@@ -28,12 +28,15 @@ export interface RendezvousArgs {
 /** torch.distributed's default process-group timeout (torch/distributed/constants.py): vLLM passes none. */
 export const TORCH_DEFAULT_TIMEOUT_MS = 30 * 60 * 1000;
 
-const out = (level: string, where: string, msg: string) => process.stdout.write(`${level} ${stamp()} [${where}] ${msg}\n`);
+const out = (level: string, where: string, msg: string) =>
+  process.stdout.write(`${level} ${stamp()} [${where}] ${msg}\n`);
 const err = (line: string) => process.stderr.write(line + '\n');
 const c10d = (level: 'E' | 'W', where: string, msg: string) => {
   const d = new Date();
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
-  err(`[${level}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())}.${p(d.getUTCMilliseconds(), 3)}000000 ${where}] [c10d] ${msg}`);
+  err(
+    `[${level}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())} ${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())}.${p(d.getUTCMilliseconds(), 3)}000000 ${where}] [c10d] ${msg}`,
+  );
 };
 
 /** vLLM's own checks of the launch options (engine/arg_utils.py), before anything starts: the message, or undefined. */
@@ -69,7 +72,11 @@ export function hostStore(a: RendezvousArgs, version: string): Promise<Joined> {
     'multiproc_executor.py:150',
     `DP group leader: node_rank=0, node_rank_within_dp=0, master_addr=${a.masterAddr}, mq_connect_ip=${a.masterAddr} (local), world_size=${a.world}, local_world_size=${local}`,
   );
-  out('INFO', 'parallel_state.py:1640', `world_size=${a.world} rank=0 local_rank=0 distributed_init_method=tcp://${a.masterAddr}:${a.masterPort} backend=nccl`);
+  out(
+    'INFO',
+    'parallel_state.py:1640',
+    `world_size=${a.world} rank=0 local_rank=0 distributed_init_method=tcp://${a.masterAddr}:${a.masterPort} backend=nccl`,
+  );
   void version;
   return new Promise((resolve) => {
     let joined = local;
@@ -130,8 +137,12 @@ export function hostStore(a: RendezvousArgs, version: string): Promise<Joined> {
     const started = Date.now();
     const timer = setTimeout(() => {
       err('Traceback (most recent call last):');
-      err('  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py", line 232, in _tcp_rendezvous_handler');
-      err(`torch.distributed.DistStoreError: Timed out after ${Math.round((Date.now() - started) / 1000) + 1} seconds waiting for clients. ${joined}/${a.world} clients joined.`);
+      err(
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py", line 232, in _tcp_rendezvous_handler',
+      );
+      err(
+        `torch.distributed.DistStoreError: Timed out after ${Math.round((Date.now() - started) / 1000) + 1} seconds waiting for clients. ${joined}/${a.world} clients joined.`,
+      );
       process.exit(1);
     }, a.timeoutMs);
   });
@@ -144,8 +155,16 @@ export function hostStore(a: RendezvousArgs, version: string): Promise<Joined> {
  */
 export function joinStore(a: RendezvousArgs, version: string): Promise<{ loaded(): void }> {
   const local = a.world / a.nnodes;
-  out('INFO', 'serve.py:216', `Launching vLLM (v${version}) headless multiproc executor, with head node address ${a.masterAddr}:${a.masterPort} for torch.distributed process group.`);
-  out('INFO', 'parallel_state.py:1640', `world_size=${a.world} rank=${a.nodeRank * local} local_rank=0 distributed_init_method=tcp://${a.masterAddr}:${a.masterPort} backend=nccl`);
+  out(
+    'INFO',
+    'serve.py:216',
+    `Launching vLLM (v${version}) headless multiproc executor, with head node address ${a.masterAddr}:${a.masterPort} for torch.distributed process group.`,
+  );
+  out(
+    'INFO',
+    'parallel_state.py:1640',
+    `world_size=${a.world} rank=${a.nodeRank * local} local_rank=0 distributed_init_method=tcp://${a.masterAddr}:${a.masterPort} backend=nccl`,
+  );
   const deadline = Date.now() + a.timeoutMs;
   const ms = a.timeoutMs;
   return new Promise((resolve) => {
@@ -153,9 +172,15 @@ export function joinStore(a: RendezvousArgs, version: string): Promise<{ loaded(
     const fail = () => {
       const text = `The client socket has timed out after ${ms}ms while trying to connect to (${a.masterAddr}, ${a.masterPort}).`;
       c10d('E', 'socket.cpp:1028', text);
-      c10d('E', 'TCPStore.cpp:328', `TCP client failed to connect/validate to host ${a.masterAddr}:${a.masterPort} - timed out (try=${tries}, timeout=${ms}ms): ${text}`);
+      c10d(
+        'E',
+        'TCPStore.cpp:328',
+        `TCP client failed to connect/validate to host ${a.masterAddr}:${a.masterPort} - timed out (try=${tries}, timeout=${ms}ms): ${text}`,
+      );
       err('Traceback (most recent call last):');
-      err('  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py", line 232, in _tcp_rendezvous_handler');
+      err(
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py", line 232, in _tcp_rendezvous_handler',
+      );
       err(`torch.distributed.DistNetworkError: ${text}`);
       process.exit(1);
     };
@@ -181,7 +206,9 @@ export function joinStore(a: RendezvousArgs, version: string): Promise<{ loaded(
       s.on('close', () => {
         if (go) {
           err(`ERROR ${stamp()} [multiproc_executor.py:668] WorkerProc hit an exception.`);
-          err(`RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [${a.masterAddr}]:${a.masterPort}`);
+          err(
+            `RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [${a.masterAddr}]:${a.masterPort}`,
+          );
           process.exit(1);
         }
         if (!ok) {

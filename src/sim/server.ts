@@ -61,7 +61,14 @@ function detail(res: ServerResponse, status: 404 | 405) {
 }
 
 const GET_PATHS = new Set(['/health', '/ping', '/version', '/metrics', '/v1/models']);
-const POST_PATHS = new Set(['/tokenize', '/v1/completions', '/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/ping']);
+const POST_PATHS = new Set([
+  '/tokenize',
+  '/v1/completions',
+  '/v1/chat/completions',
+  '/v1/messages',
+  '/v1/messages/count_tokens',
+  '/ping',
+]);
 
 /** A request-validation error as vLLM's FastAPI handler words it (type "Bad Request", param "body.FIELD"). */
 function validationError(res: ServerResponse, loc: string | number, type: string, msg: string) {
@@ -77,7 +84,9 @@ function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () =>
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')),
+    );
     req.on('error', reject);
   });
 }
@@ -134,7 +143,12 @@ export class SimServer {
       type === 'rate_limit'
         ? [429, 'RateLimitError', 'rate_limit_error', 'Rate limit reached (simulated)']
         : type === 'context_length'
-          ? [400, 'BadRequestError', 'invalid_request_error', `This model's maximum context length is ${this.cfg.maxModelLen} tokens. (simulated)`]
+          ? [
+              400,
+              'BadRequestError',
+              'invalid_request_error',
+              `This model's maximum context length is ${this.cfg.maxModelLen} tokens. (simulated)`,
+            ]
           : [500, 'InternalServerError', 'api_error', 'Internal server error (simulated)'];
     if (anthropic) anthropicError(res, status, atype, msg);
     else openaiError(res, status, otype, msg);
@@ -148,9 +162,26 @@ export class SimServer {
     const log = this.cfg.requestLog;
     let seen: Partial<RequestRecord> = {};
     let bytes = 0;
-    if (log) res.once('finish', () => log.record({ method: req.method ?? '?', url, status: res.statusCode, bytes, userAgent: req.headers['user-agent'], ...seen }));
+    if (log)
+      res.once('finish', () =>
+        log.record({
+          method: req.method ?? '?',
+          url,
+          status: res.statusCode,
+          bytes,
+          userAgent: req.headers['user-agent'],
+          ...seen,
+        }),
+      );
     const sleep = this.cfg.sleep;
-    if (sleep?.cfg.devMode && (path === '/sleep' || path === '/wake_up' || path === '/is_sleeping' || path === '/collective_rpc' || path === '/reset_prefix_cache'))
+    if (
+      sleep?.cfg.devMode &&
+      (path === '/sleep' ||
+        path === '/wake_up' ||
+        path === '/is_sleeping' ||
+        path === '/collective_rpc' ||
+        path === '/reset_prefix_cache')
+    )
       return this.sleepRoute(path, url, req, res, sleep);
     if (req.method === 'GET') return this.getRoute(path, req, res);
     if (req.method !== 'POST') return detail(res, GET_PATHS.has(path) || POST_PATHS.has(path) ? 405 : 404);
@@ -161,7 +192,9 @@ export class SimServer {
     }
     const anthropic = path.startsWith('/v1/messages');
     if (path.startsWith('/v1/') && !this.authorized(req, anthropic)) {
-      return anthropic ? anthropicError(res, 401, 'authentication_error', 'Unauthorized') : openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
+      return anthropic
+        ? anthropicError(res, 401, 'authentication_error', 'Unauthorized')
+        : openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
     }
     let body: Json;
     const raw = await readBody(req);
@@ -213,21 +246,46 @@ export class SimServer {
         };
         return send(res, 200, {
           object: 'list',
-          data: [{ id: this.cfg.servedName, object: 'model', created, owned_by: 'vllm', root: this.cfg.model, parent: null, max_model_len: this.cfg.maxModelLen, permission: [permission] }],
+          data: [
+            {
+              id: this.cfg.servedName,
+              object: 'model',
+              created,
+              owned_by: 'vllm',
+              root: this.cfg.model,
+              parent: null,
+              max_model_len: this.cfg.maxModelLen,
+              permission: [permission],
+            },
+          ],
         });
       }
     }
     return detail(res, POST_PATHS.has(path) ? 405 : 404);
   }
 
-  /** The POST routes, with the request's JSON body read and checked (not async: the generation is the one promise a request waits on). */
+  /**
+   * The POST routes, with the request's JSON body read and checked (not async: the generation is the one promise a
+   * request waits on).
+   */
   private postRoute(path: string, body: Json, req: IncomingMessage, res: ServerResponse, arrived: number) {
     switch (path) {
       case '/tokenize': {
         if (Array.isArray(body.messages)) {
           // as vLLM, messages go through the chat template: the same count usage.prompt_tokens reports
-          const tokens = body.messages.flatMap((m: Json) => [151644, 872, 198, ...tokenIds(contentText(m?.content)), 151645]);
-          return send(res, 200, { count: chatTokens(body.messages), max_model_len: this.cfg.maxModelLen, tokens, token_strs: null });
+          const tokens = body.messages.flatMap((m: Json) => [
+            151644,
+            872,
+            198,
+            ...tokenIds(contentText(m?.content)),
+            151645,
+          ]);
+          return send(res, 200, {
+            count: chatTokens(body.messages),
+            max_model_len: this.cfg.maxModelLen,
+            tokens,
+            token_strs: null,
+          });
         }
         const tokens = tokenIds(typeof body.prompt === 'string' ? body.prompt : '');
         return send(res, 200, { count: tokens.length, max_model_len: this.cfg.maxModelLen, tokens, token_strs: null });
@@ -245,7 +303,10 @@ export class SimServer {
     return openaiError(res, 404, 'NotFoundError', `Not Found: ${path}`);
   }
 
-  /** The dev-mode sleep routes (vllm/entrypoints/serve/sleep/api_router.py): POST /sleep, POST /wake_up, GET /is_sleeping. */
+  /**
+   * The dev-mode sleep routes (vllm/entrypoints/serve/sleep/api_router.py): POST /sleep, POST /wake_up, GET
+   * /is_sleeping.
+   */
   private async sleepRoute(path: string, url: string, req: IncomingMessage, res: ServerResponse, sleep: SimSleep) {
     const want = path === '/is_sleeping' ? 'GET' : 'POST';
     if (req.method !== want) return detail(res, 405);
@@ -284,17 +345,24 @@ export class SimServer {
    * limits after conversion to a chat request come back as HTTP 500 "internal_error", naming
    * max_completion_tokens (seen on the real 0.27.2: what Claude Code's SDK then retries).
    */
-  private admitRequest(kind: Kind, body: Json, res: ServerResponse): { promptTokens: number; maxTokens: number } | undefined {
+  private admitRequest(
+    kind: Kind,
+    body: Json,
+    res: ServerResponse,
+  ): { promptTokens: number; maxTokens: number } | undefined {
     const anthropic = kind === 'messages';
     const chat = kind === 'chat';
     const fail = (status: number, otype: string, atype: string, msg: string, param: string | null = null) =>
       anthropic ? anthropicError(res, status, atype, msg) : openaiError(res, status, otype, msg, param);
-    if (this.shuttingDown) return void fail(503, 'ServiceUnavailableError', 'overloaded_error', 'server is shutting down');
+    if (this.shuttingDown)
+      return void fail(503, 'ServiceUnavailableError', 'overloaded_error', 'server is shutting down');
     if (anthropic) {
       if (!Array.isArray(body.messages)) return void validationError(res, 'messages', 'missing', 'Field required');
       if (body.max_tokens === undefined) return void validationError(res, 'max_tokens', 'missing', 'Field required');
-      if (!Number.isInteger(body.max_tokens)) return void validationError(res, 'max_tokens', 'int_type', 'Input should be a valid integer');
-      if (body.max_tokens < 1) return void validationError(res, 'max_tokens', 'value_error', 'Value error, max_tokens must be positive');
+      if (!Number.isInteger(body.max_tokens))
+        return void validationError(res, 'max_tokens', 'int_type', 'Input should be a valid integer');
+      if (body.max_tokens < 1)
+        return void validationError(res, 'max_tokens', 'value_error', 'Value error, max_tokens must be positive');
     }
     if (body.model !== undefined && body.model !== this.cfg.servedName) {
       return void fail(404, 'NotFoundError', 'NotFoundError', `The model \`${body.model}\` does not exist.`, 'model');
@@ -305,14 +373,32 @@ export class SimServer {
       const refused = this.toolChoiceRefused(body);
       if (refused) return void fail(400, 'BadRequestError', 'BadRequestError', refused);
       if (body.messages.length === 0) {
-        if (anthropic) return void fail(500, '', 'internal_error', 'Cannot apply chat template to an empty conversation. Provide at least one message.');
-        return void fail(400, 'BadRequestError', 'invalid_request_error', 'messages must not be empty. (parameter=messages)', 'messages');
+        if (anthropic)
+          return void fail(
+            500,
+            '',
+            'internal_error',
+            'Cannot apply chat template to an empty conversation. Provide at least one message.',
+          );
+        return void fail(
+          400,
+          'BadRequestError',
+          'invalid_request_error',
+          'messages must not be empty. (parameter=messages)',
+          'messages',
+        );
       }
       promptTokens = chatTokens(body.messages, anthropic ? body.system : undefined, body.tools);
     } else {
       const p = body.prompt;
       if ((typeof p !== 'string' && !Array.isArray(p)) || p.length === 0)
-        return void fail(400, 'BadRequestError', 'invalid_request_error', 'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)', 'prompt');
+        return void fail(
+          400,
+          'BadRequestError',
+          'invalid_request_error',
+          'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)',
+          'prompt',
+        );
       promptTokens = typeof p === 'string' ? countTokens(p) : p.length;
     }
     const L = this.cfg.maxModelLen;
@@ -320,10 +406,18 @@ export class SimServer {
     // vLLM's default output budget: what the context leaves (chat), 16 (completions).
     const maxTokens: number = body.max_tokens ?? body.max_completion_tokens ?? (chat ? Math.max(1, room) : 16);
     if (!Number.isInteger(maxTokens) || maxTokens < 1)
-      return void fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens must be at least 1, got ${maxTokens}. (parameter=max_tokens, value=${maxTokens})`, 'max_tokens');
+      return void fail(
+        400,
+        'BadRequestError',
+        'invalid_request_error',
+        `max_tokens must be at least 1, got ${maxTokens}. (parameter=max_tokens, value=${maxTokens})`,
+        'max_tokens',
+      );
     // vLLM's two refusals, in its words: max_tokens alone too large, then prompt + max_tokens.
     const field = anthropic ? 'max_completion_tokens' : 'max_tokens';
-    const [status, otype, atype] = anthropic ? [500, '', 'internal_error'] : [400, 'BadRequestError', 'invalid_request_error'];
+    const [status, otype, atype] = anthropic
+      ? [500, '', 'internal_error']
+      : [400, 'BadRequestError', 'invalid_request_error'];
     if (maxTokens > L) {
       return void fail(
         status,
@@ -351,20 +445,36 @@ export class SimServer {
     if (this.cfg.toolCallParser || !Array.isArray(body.tools) || !body.tools.length) return undefined;
     const c = body.tool_choice;
     // A request with tools and no tool_choice means "auto" on both APIs.
-    const choice = c === undefined || c === null ? 'auto' : typeof c === 'string' ? c : c.type === 'auto' ? 'auto' : c.type === 'any' ? 'required' : c.type === 'none' ? 'none' : c;
+    const choice =
+      c === undefined || c === null
+        ? 'auto'
+        : typeof c === 'string'
+          ? c
+          : c.type === 'auto'
+            ? 'auto'
+            : c.type === 'any'
+              ? 'required'
+              : c.type === 'none'
+                ? 'none'
+                : c;
     if (choice === 'none') return undefined;
-    if (choice === 'auto') return this.cfg.autoToolChoice ? undefined : '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set';
+    if (choice === 'auto')
+      return this.cfg.autoToolChoice
+        ? undefined
+        : '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set';
     const name = typeof choice === 'object' ? (choice.name ?? choice.function?.name) : undefined;
     return `tool_choice=${name !== undefined ? `function "${name}"` : `"${choice}"`} requires --tool-call-parser to be set`;
   }
 
   /** How the model answers: a tool call, or text that stops on its own (or at max_tokens). */
   private answerFor(kind: Kind, body: Json, seed: number, promptTokens: number, maxTokens: number): Answer {
-    const tool = kind === 'completion' ? undefined : toolCallFor(body, !!(this.cfg.autoToolChoice && this.cfg.toolCallParser));
+    const tool =
+      kind === 'completion' ? undefined : toolCallFor(body, !!(this.cfg.autoToolChoice && this.cfg.toolCallParser));
     if (tool && toolCallTokens(tool) <= maxTokens) return { n: toolCallTokens(tool), finish: 'tool', tool, quote: [] };
     const quote = kind === 'completion' ? undefined : toolResultQuote(body.messages);
     const q = quote ? pieces(quote) : [];
-    const natural = body.ignore_eos === true ? Number.POSITIVE_INFINITY : Math.max(q.length, naturalLength(unit(seed), promptTokens));
+    const natural =
+      body.ignore_eos === true ? Number.POSITIVE_INFINITY : Math.max(q.length, naturalLength(unit(seed), promptTokens));
     const n = Math.min(maxTokens, natural);
     return { n, finish: n < maxTokens ? 'stop' : 'length', quote: q };
   }
@@ -384,12 +494,14 @@ export class SimServer {
       if (body.stream === true) await this.streamed(r, body, res);
       else await this.whole(r, res);
     } catch (e) {
-      const fail = (status: number, otype: string, atype: string, msg: string) => (r.anthropic ? anthropicError(res, status, atype, msg) : openaiError(res, status, otype, msg));
+      const fail = (status: number, otype: string, atype: string, msg: string) =>
+        r.anthropic ? anthropicError(res, status, atype, msg) : openaiError(res, status, otype, msg);
       if (e instanceof EngineDead) {
         this.cfg.log(`ERROR ${stamp()} [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: ${e.message}`);
         if (!res.headersSent) return fail(500, 'InternalServerError', 'api_error', `EngineDeadError: ${e.message}`);
       }
-      if (!res.headersSent && !r.abort.signal.aborted) return fail(500, 'InternalServerError', 'api_error', (e as Error).message);
+      if (!res.headersSent && !r.abort.signal.aborted)
+        return fail(500, 'InternalServerError', 'api_error', (e as Error).message);
       res.end();
     }
   }
@@ -400,7 +512,9 @@ export class SimServer {
     // Greedy decoding (temperature 0) answers the same prompt the same way every time, on every
     // replica of one build, as vLLM does; sampled answers vary from request to request.
     const greedy = body.temperature === 0;
-    const seed = greedy ? fnv1a(`${this.cfg.numerics ?? ''}\0${JSON.stringify(body.prompt ?? body.messages ?? '')}`) : (this.cfg.seed + this.counter) >>> 0;
+    const seed = greedy
+      ? fnv1a(`${this.cfg.numerics ?? ''}\0${JSON.stringify(body.prompt ?? body.messages ?? '')}`)
+      : (this.cfg.seed + this.counter) >>> 0;
     const ans = this.answerFor(kind, body, seed, promptTokens, maxTokens);
     const anthropic = kind === 'messages';
     const chat = kind === 'chat';
@@ -415,12 +529,19 @@ export class SimServer {
       // vLLM's Messages API answers with the id of the chat completion it converted (chatcmpl-...).
       rid: id(chat || anthropic ? 'chatcmpl' : 'cmpl'),
       model: this.cfg.servedName,
-      // woken from level 2 without reload_weights: empty weights make every logit equal, and token 0 ("!") wins each step
-      piece: this.cfg.sleep?.weightsDiscarded ? () => '!' : (i: number) => (i < ans.quote.length ? ans.quote[i]! : (i ? ' ' : '') + wordFor(seed, i)),
+      // woken from level 2 without reload_weights: empty weights make every logit equal, and token 0 ("!") wins each
+      // step
+      piece: this.cfg.sleep?.weightsDiscarded
+        ? () => '!'
+        : (i: number) => (i < ans.quote.length ? ans.quote[i]! : (i ? ' ' : '') + wordFor(seed, i)),
       finishReason: ans.finish === 'tool' ? 'tool_calls' : ans.finish,
       stopReason: ans.finish === 'tool' ? 'tool_use' : ans.finish === 'stop' ? 'end_turn' : 'max_tokens',
       counted: ans.finish === 'length' ? 'length' : 'stop',
-      toolCall: ans.tool && { id: ans.tool.id, type: 'function', function: { name: ans.tool.name, arguments: JSON.stringify(ans.tool.input) } },
+      toolCall: ans.tool && {
+        id: ans.tool.id,
+        type: 'function',
+        function: { name: ans.tool.name, arguments: JSON.stringify(ans.tool.input) },
+      },
     };
   }
 
@@ -432,12 +553,33 @@ export class SimServer {
     if (!ans.tool) for (let i = 0; i < g.completionTokens; i++) text += r.piece(i);
     this.metrics?.success.inc({ finished_reason: r.counted });
     if (r.anthropic) {
-      const content = ans.tool ? [{ type: 'tool_use', id: ans.tool.id, name: ans.tool.name, input: ans.tool.input }] : [{ type: 'text', text }];
-      return send(res, 200, { id: rid, type: 'message', role: 'assistant', content, model, stop_reason: r.stopReason, usage: { input_tokens: promptTokens, output_tokens: g.completionTokens } });
+      const content = ans.tool
+        ? [{ type: 'tool_use', id: ans.tool.id, name: ans.tool.name, input: ans.tool.input }]
+        : [{ type: 'text', text }];
+      return send(res, 200, {
+        id: rid,
+        type: 'message',
+        role: 'assistant',
+        content,
+        model,
+        stop_reason: r.stopReason,
+        usage: { input_tokens: promptTokens, output_tokens: g.completionTokens },
+      });
     }
     // The fields vLLM sends, nulls included: clients (and sparkctl's shape checks) see the same keys.
-    const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens + g.completionTokens, completion_tokens: g.completionTokens, prompt_tokens_details: null };
-    const tail = { service_tier: null, system_fingerprint: this.fingerprint, kv_transfer_params: null, ec_transfer_params: null, metrics: null };
+    const usage = {
+      prompt_tokens: promptTokens,
+      total_tokens: promptTokens + g.completionTokens,
+      completion_tokens: g.completionTokens,
+      prompt_tokens_details: null,
+    };
+    const tail = {
+      service_tier: null,
+      system_fingerprint: this.fingerprint,
+      kv_transfer_params: null,
+      ec_transfer_params: null,
+      metrics: null,
+    };
     if (r.chat) {
       const message = {
         role: 'assistant',
@@ -449,22 +591,69 @@ export class SimServer {
         ...(r.toolCall ? { tool_calls: [r.toolCall] } : {}),
         reasoning: null,
       };
-      const choice = { index: 0, message, logprobs: null, finish_reason: r.finishReason, stop_reason: null, token_ids: null, routed_experts: null };
-      return send(res, 200, { id: rid, object: 'chat.completion', created: r.created, model, choices: [choice], usage, prompt_logprobs: null, prompt_token_ids: null, prompt_text: null, ...tail });
+      const choice = {
+        index: 0,
+        message,
+        logprobs: null,
+        finish_reason: r.finishReason,
+        stop_reason: null,
+        token_ids: null,
+        routed_experts: null,
+      };
+      return send(res, 200, {
+        id: rid,
+        object: 'chat.completion',
+        created: r.created,
+        model,
+        choices: [choice],
+        usage,
+        prompt_logprobs: null,
+        prompt_token_ids: null,
+        prompt_text: null,
+        ...tail,
+      });
     }
-    const choice = { index: 0, text, logprobs: null, finish_reason: r.finishReason, stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null, routed_experts: null };
-    return send(res, 200, { id: rid, object: 'text_completion', created: r.created, model, choices: [choice], usage, ...tail });
+    const choice = {
+      index: 0,
+      text,
+      logprobs: null,
+      finish_reason: r.finishReason,
+      stop_reason: null,
+      token_ids: null,
+      prompt_logprobs: null,
+      prompt_token_ids: null,
+      routed_experts: null,
+    };
+    return send(res, 200, {
+      id: rid,
+      object: 'text_completion',
+      created: r.created,
+      model,
+      choices: [choice],
+      usage,
+      ...tail,
+    });
   }
 
-  /** A streamed answer: a chunk (or Messages event) per token as the engine makes it, then the usage chunk and [DONE]. */
+  /**
+   * A streamed answer: a chunk (or Messages event) per token as the engine makes it, then the usage chunk and [DONE].
+   */
   private async streamed(r: Reply, body: Json, res: ServerResponse) {
     const { ans, promptTokens, rid, model, created, chat } = r;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    const sse = (data: unknown, event?: string) => res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
+    const sse = (data: unknown, event?: string) =>
+      res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
     const includeUsage = body.stream_options?.include_usage === true;
     // continuous_usage_stats: usage (cumulative) on every chunk, as vLLM sends it
     const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
-    const usageAt = (k: number) => (continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: k, total_tokens: promptTokens + k } } : {});
+    const usageAt = (k: number) =>
+      continuous
+        ? { usage: { prompt_tokens: promptTokens, completion_tokens: k, total_tokens: promptTokens + k } }
+        : {};
     // vLLM puts system_fingerprint on the last chunk: the usage chunk when asked for, else the last text chunk.
     const fp = (last: boolean) => (last && !includeUsage ? { system_fingerprint: this.fingerprint } : {});
     const trace = this.cfg.trace;
@@ -485,29 +674,57 @@ export class SimServer {
           prompt_text: null,
           ...usageAt(0),
         });
-      const fin = last ? { finish_reason: r.finishReason, ...(chat ? { stop_reason: null } : {}) } : { finish_reason: null };
+      const fin = last
+        ? { finish_reason: r.finishReason, ...(chat ? { stop_reason: null } : {}) }
+        : { finish_reason: null };
       if (chat) {
         // A parser buffers a tool call until it is whole, then sends it as one delta.
         if (ans.tool && !last) return;
         const delta = ans.tool ? { tool_calls: [{ index: 0, ...r.toolCall }] } : { content: r.piece(i) };
-        sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, ...fin, token_ids: null }], ...usageAt(i + 1), ...fp(last) });
+        sse({
+          id: rid,
+          object: 'chat.completion.chunk',
+          created,
+          model,
+          choices: [{ index: 0, delta, logprobs: null, ...fin, token_ids: null }],
+          ...usageAt(i + 1),
+          ...fp(last),
+        });
       } else
         sse({
           id: rid,
           object: 'text_completion',
           created,
           model,
-          choices: [{ index: 0, text: r.piece(i), logprobs: null, ...fin, stop_reason: null, prompt_token_ids: null, token_ids: null }],
+          choices: [
+            {
+              index: 0,
+              text: r.piece(i),
+              logprobs: null,
+              ...fin,
+              stop_reason: null,
+              prompt_token_ids: null,
+              token_ids: null,
+            },
+          ],
           ...usageAt(i + 1),
           ...fp(last),
         });
     };
     const g = await this.engine.generate(promptTokens, ans.n, onToken, r.abort.signal, r.arrived);
     this.metrics?.success.inc({ finished_reason: r.counted });
-    if (trace && sent.length) trace.record({ ttftMs: sent[0]! - r.arrived, itlMs: sent.slice(1).map((t, k) => t - sent[k]!) });
+    if (trace && sent.length)
+      trace.record({ ttftMs: sent[0]! - r.arrived, itlMs: sent.slice(1).map((t, k) => t - sent[k]!) });
     if (r.anthropic) {
       sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop');
-      sse({ type: 'message_delta', delta: { stop_reason: r.stopReason }, usage: { input_tokens: promptTokens, output_tokens: g.completionTokens } }, 'message_delta');
+      sse(
+        {
+          type: 'message_delta',
+          delta: { stop_reason: r.stopReason },
+          usage: { input_tokens: promptTokens, output_tokens: g.completionTokens },
+        },
+        'message_delta',
+      );
       sse({ type: 'message_stop' }, 'message_stop');
     } else {
       if (includeUsage)
@@ -517,7 +734,11 @@ export class SimServer {
           created,
           model,
           choices: [],
-          usage: { prompt_tokens: promptTokens, total_tokens: promptTokens + g.completionTokens, completion_tokens: g.completionTokens },
+          usage: {
+            prompt_tokens: promptTokens,
+            total_tokens: promptTokens + g.completionTokens,
+            completion_tokens: g.completionTokens,
+          },
           system_fingerprint: this.fingerprint,
         });
       res.write('data: [DONE]\n\n');
@@ -530,23 +751,52 @@ export class SimServer {
    * message_start with the first output, then one content block (text deltas, or a tool_use block
    * whose input arrives as one input_json_delta once the parser has the whole call).
    */
-  private messagesEvent(sse: (data: unknown, event?: string) => void, i: number, last: boolean, ans: Answer, piece: (i: number) => string, m: { rid: string; model: string; promptTokens: number }) {
+  private messagesEvent(
+    sse: (data: unknown, event?: string) => void,
+    i: number,
+    last: boolean,
+    ans: Answer,
+    piece: (i: number) => string,
+    m: { rid: string; model: string; promptTokens: number },
+  ) {
     if (i === 0) {
       sse(
         {
           type: 'message_start',
-          message: { id: m.rid, type: 'message', role: 'assistant', content: [], model: m.model, stop_reason: null, stop_sequence: null, usage: { input_tokens: m.promptTokens, output_tokens: 0 } },
+          message: {
+            id: m.rid,
+            type: 'message',
+            role: 'assistant',
+            content: [],
+            model: m.model,
+            stop_reason: null,
+            stop_sequence: null,
+            usage: { input_tokens: m.promptTokens, output_tokens: 0 },
+          },
         },
         'message_start',
       );
-      const block = ans.tool ? { type: 'tool_use', id: ans.tool.id, name: ans.tool.name, input: {} } : { type: 'text', text: '' };
+      const block = ans.tool
+        ? { type: 'tool_use', id: ans.tool.id, name: ans.tool.name, input: {} }
+        : { type: 'text', text: '' };
       sse({ type: 'content_block_start', content_block: block, index: 0 }, 'content_block_start');
     }
     if (ans.tool) {
-      if (last) sse({ type: 'content_block_delta', delta: { type: 'input_json_delta', partial_json: JSON.stringify(ans.tool.input) }, index: 0 }, 'content_block_delta');
+      if (last)
+        sse(
+          {
+            type: 'content_block_delta',
+            delta: { type: 'input_json_delta', partial_json: JSON.stringify(ans.tool.input) },
+            index: 0,
+          },
+          'content_block_delta',
+        );
       return;
     }
-    sse({ type: 'content_block_delta', delta: { type: 'text_delta', text: piece(i) }, index: 0 }, 'content_block_delta');
+    sse(
+      { type: 'content_block_delta', delta: { type: 'text_delta', text: piece(i) }, index: 0 },
+      'content_block_delta',
+    );
   }
 }
 
@@ -554,14 +804,20 @@ type Kind = 'completion' | 'chat' | 'messages';
 
 /** What a request's body shows of its client, for the request log (sizes and names, never the text). */
 function describe(body: Json): Partial<RequestRecord> {
-  const names = Array.isArray(body.tools) ? body.tools.map((t: Json) => String(t?.name ?? t?.function?.name ?? '?')) : undefined;
+  const names = Array.isArray(body.tools)
+    ? body.tools.map((t: Json) => String(t?.name ?? t?.function?.name ?? '?'))
+    : undefined;
   const messages = Array.isArray(body.messages) ? body.messages : undefined;
   return {
     model: body.model,
     maxTokens: body.max_tokens ?? body.max_completion_tokens,
     stream: body.stream === true,
     tools: names,
-    promptTokens: messages ? chatTokens(messages, body.system, body.tools) : typeof body.prompt === 'string' ? countTokens(body.prompt) : undefined,
+    promptTokens: messages
+      ? chatTokens(messages, body.system, body.tools)
+      : typeof body.prompt === 'string'
+        ? countTokens(body.prompt)
+        : undefined,
     systemChars: body.system === undefined ? undefined : contentText(body.system).length,
     toolsChars: body.tools === undefined ? undefined : JSON.stringify(body.tools).length,
     messages: messages?.length,

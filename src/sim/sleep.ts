@@ -89,13 +89,17 @@ export class SimSleep {
     return this.serial(async () => {
       if (!this.cfg.enabled) throw new SleepRefused('Sleep mode is not enabled in the model config');
       if (level !== 1 && level !== 2) throw new SleepRefused(`invalid sleep level ${level}: expected 1 or 2`);
-      if (mode !== 'abort' && mode !== 'wait') throw new SleepRefused(`pause mode ${JSON.stringify(mode)} is not simulated (abort or wait)`);
+      if (mode !== 'abort' && mode !== 'wait')
+        throw new SleepRefused(`pause mode ${JSON.stringify(mode)} is not simulated (abort or wait)`);
       const held = await this.engine.pause(mode);
       if (held && mode === 'abort') this.cfg.log('core.py:640', `Aborted ${held} request(s) before sleeping`);
       if (!this.sleeping) {
         await pause(level === 1 ? this.copyMs(this.cfg.weightsBytes) : 50 * this.cfg.timeFactor);
         const freed = (this.cfg.weightsBytes + this.cfg.kvBytes) / 2 ** 30;
-        this.cfg.log('gpu_worker.py:132', `Sleep mode freed ${freed.toFixed(2)} GiB memory, 0.52 GiB memory is still in use.`);
+        this.cfg.log(
+          'gpu_worker.py:132',
+          `Sleep mode freed ${freed.toFixed(2)} GiB memory, 0.52 GiB memory is still in use.`,
+        );
       }
       this.asleep.add('weights');
       this.asleep.add('kv_cache');
@@ -111,10 +115,18 @@ export class SimSleep {
    */
   reloadWeights(): Promise<RpcAnswer> {
     return this.serial(async (): Promise<RpcAnswer> => {
-      if (this.asleep.has('weights')) return { status: 500, message: 'the weights are asleep: wake_up?tags=weights first (simulated: a real worker would write to unmapped memory)' };
+      if (this.asleep.has('weights'))
+        return {
+          status: 500,
+          message:
+            'the weights are asleep: wake_up?tags=weights first (simulated: a real worker would write to unmapped memory)',
+        };
       this.cfg.log('gpu_model_runner.py:3436', 'Reloading weights inplace...');
       await pause(this.cfg.reloadMs * this.cfg.timeFactor);
-      this.cfg.log('default_loader.py:308', `Loading weights took ${((this.cfg.reloadMs * this.cfg.timeFactor) / 1000).toFixed(2)} seconds`);
+      this.cfg.log(
+        'default_loader.py:308',
+        `Loading weights took ${((this.cfg.reloadMs * this.cfg.timeFactor) / 1000).toFixed(2)} seconds`,
+      );
       this.weightsDiscarded = false;
       return { status: 200, body: { results: [null] } };
     });
@@ -124,13 +136,21 @@ export class SimSleep {
     return this.serial(async () => {
       if (!this.cfg.enabled) throw new SleepRefused('Sleep mode is not enabled in the model config');
       const want = (tags && tags.length ? tags : ['weights', 'kv_cache']) as SleepTag[];
-      for (const t of want) if (t !== 'weights' && t !== 'kv_cache') throw new SleepRefused(`unknown wake_up tag ${JSON.stringify(t)}: expected weights or kv_cache`);
-      this.cfg.log('api_router.py:43', `wake up the engine with tags: ${tags && tags.length ? `[${tags.map((t) => `'${t}'`).join(', ')}]` : 'None'}`);
+      for (const t of want)
+        if (t !== 'weights' && t !== 'kv_cache')
+          throw new SleepRefused(`unknown wake_up tag ${JSON.stringify(t)}: expected weights or kv_cache`);
+      this.cfg.log(
+        'api_router.py:43',
+        `wake up the engine with tags: ${tags && tags.length ? `[${tags.map((t) => `'${t}'`).join(', ')}]` : 'None'}`,
+      );
       if (want.includes('weights') && this.asleep.has('weights')) {
         // level 1: the copy back from CPU memory; level 2: the memory mapped again, its contents gone
         await pause(this.level === 2 ? 30 * this.cfg.timeFactor : this.copyMs(this.cfg.weightsBytes));
         this.asleep.delete('weights');
-        this.cfg.log('abstract.py:324', `It took ${((this.level === 2 ? 30 : this.copyMs(this.cfg.weightsBytes)) / 1000).toFixed(6)} seconds to wake up tags ['weights'].`);
+        this.cfg.log(
+          'abstract.py:324',
+          `It took ${((this.level === 2 ? 30 : this.copyMs(this.cfg.weightsBytes)) / 1000).toFixed(6)} seconds to wake up tags ['weights'].`,
+        );
       }
       if (want.includes('kv_cache') && this.asleep.has('kv_cache')) {
         await pause(20 * this.cfg.timeFactor);
@@ -151,8 +171,10 @@ type RpcAnswer = { status: 200; body: unknown } | { status: 400 | 500; message: 
 
 /** POST /collective_rpc as the simulated worker runs it (reload_weights is the one method it has). */
 export async function collectiveRpc(sleep: SimSleep, body: unknown): Promise<RpcAnswer> {
-  const method = body && typeof body === 'object' && !Array.isArray(body) ? (body as { method?: unknown }).method : undefined;
+  const method =
+    body && typeof body === 'object' && !Array.isArray(body) ? (body as { method?: unknown }).method : undefined;
   if (method === undefined || method === null) return { status: 400, message: "Missing 'method' in request body" };
-  if (method !== 'reload_weights') return { status: 500, message: `'Worker' object has no attribute ${JSON.stringify(String(method).slice(0, 100))}` };
+  if (method !== 'reload_weights')
+    return { status: 500, message: `'Worker' object has no attribute ${JSON.stringify(String(method).slice(0, 100))}` };
   return sleep.reloadWeights();
 }

@@ -57,7 +57,26 @@ export function chatTokens(messages: Message[], system?: unknown, tools?: unknow
   return n;
 }
 
-const WORDS = ['the', 'model', 'is', 'warm', 'and', 'ready', 'to', 'serve', 'tokens', 'from', 'its', 'cache', 'on', 'every', 'GPU', 'while', 'operators', 'sleep'];
+const WORDS = [
+  'the',
+  'model',
+  'is',
+  'warm',
+  'and',
+  'ready',
+  'to',
+  'serve',
+  'tokens',
+  'from',
+  'its',
+  'cache',
+  'on',
+  'every',
+  'GPU',
+  'while',
+  'operators',
+  'sleep',
+];
 /** Deterministic text for generated tokens: one word per token. */
 export function wordFor(seed: number, i: number): string {
   let x = (seed ^ Math.imul(i + 1, 2654435761)) >>> 0;

@@ -16,10 +16,15 @@ import { LaunchError, UnreachableError, UsageError, type SparkError } from '../e
 
 const HEX64 = /^[a-f0-9]{64}$/;
 
-/** The registry a reference is pulled from (docker's rule: a first component with a dot, a colon, or `localhost`; else Docker Hub). */
+/**
+ * The registry a reference is pulled from (docker's rule: a first component with a dot, a colon, or `localhost`; else
+ * Docker Hub).
+ */
 export function registryOf(ref: string): string {
   const first = ref.split('/')[0]!;
-  return ref.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost') ? first : 'docker.io';
+  return ref.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost')
+    ? first
+    : 'docker.io';
 }
 
 /** A failed pull as the error the table wants: the image, what the runtime said, the fix. Pure. */
@@ -49,8 +54,13 @@ export function pullFailure(cli: ContainerCli, ref: string, kind: PullFailureKin
 /** Nodes that could not be given the image: unreachable (ssh could not read the node) is 3, anything else 4. */
 export function nodesFailure(ref: string, failed: NodeImageSync[], of: number): SparkError {
   const msg = `--image ${ref}: ${failed.length} of ${of} node(s) do not hold it`;
-  const details = [...failed.map((n) => `${n.node} (${n.address}): ${n.why}`), `sparkctl pull PROFILE --nodes FILE copies the image to every node once it is here; then upgrade again`];
-  return failed.every((n) => /^could not read the node/.test(n.why ?? '')) ? new UnreachableError(msg, details) : new LaunchError(msg, details);
+  const details = [
+    ...failed.map((n) => `${n.node} (${n.address}): ${n.why}`),
+    `sparkctl pull PROFILE --nodes FILE copies the image to every node once it is here; then upgrade again`,
+  ];
+  return failed.every((n) => /^could not read the node/.test(n.why ?? ''))
+    ? new UnreachableError(msg, details)
+    : new LaunchError(msg, details);
 }
 
 interface CandidateImageRequest {
@@ -82,14 +92,23 @@ export async function candidateImage(r: CandidateImageRequest): Promise<Candidat
   let state: CandidateImage['state'] = 'here';
   let pullMs: number | undefined;
   if ('error' in here) {
-    if (!r.pull) throw new UsageError(`--image ${r.ref}: not here (${here.error})`, [`${r.images.pullCommand(r.ref)}, then upgrade again (or leave --no-pull out: upgrade pulls it)`]);
+    if (!r.pull)
+      throw new UsageError(`--image ${r.ref}: not here (${here.error})`, [
+        `${r.images.pullCommand(r.ref)}, then upgrade again (or leave --no-pull out: upgrade pulls it)`,
+      ]);
     if (HEX64.test(r.ref.replace(/^sha256:/, '')))
       throw new UsageError(`--image ${r.ref}: an image ID is not here, and an ID cannot be pulled (${here.error})`, [
         `load that very image (${r.cli} load -i FILE), or name it by REPO@sha256:DIGEST or a tag`,
       ]);
     if (r.dryRun) return { state: 'would-pull' };
-    r.onProgress?.(`${r.ref}: not here; ${r.images.pullCommand(r.ref)} (deadline ${formatDuration(r.timeoutMs ?? PULL_DEADLINE_MS)})`);
-    const p = await r.images.pull(r.ref, r.cliArgs, { timeoutMs: r.timeoutMs ?? PULL_DEADLINE_MS, signal: r.signal, onLine: (l) => r.onProgress?.(`  ${l}`) });
+    r.onProgress?.(
+      `${r.ref}: not here; ${r.images.pullCommand(r.ref)} (deadline ${formatDuration(r.timeoutMs ?? PULL_DEADLINE_MS)})`,
+    );
+    const p = await r.images.pull(r.ref, r.cliArgs, {
+      timeoutMs: r.timeoutMs ?? PULL_DEADLINE_MS,
+      signal: r.signal,
+      onLine: (l) => r.onProgress?.(`  ${l}`),
+    });
     if (!p.ok) throw pullFailure(r.cli, r.ref, p.kind, p.why);
     state = 'pulled';
     pullMs = p.ms;
@@ -103,7 +122,10 @@ export async function candidateImage(r: CandidateImageRequest): Promise<Candidat
 async function toNodes(r: CandidateImageRequest, nf: NodesFile): Promise<NodeImageSync[]> {
   const { localImage, syncImage } = await import('../engine/cluster/image-sync.js');
   const local = await localImage({ cli: r.cli, cliArgs: [...r.cliArgs], image: r.ref, signal: r.signal });
-  if ('error' in local) throw new LaunchError(`--image ${r.ref}: not readable here after the pull (${local.error})`, [`${r.cli} image inspect ${r.ref}`]);
+  if ('error' in local)
+    throw new LaunchError(`--image ${r.ref}: not readable here after the pull (${local.error})`, [
+      `${r.cli} image inspect ${r.ref}`,
+    ]);
   const nodes = await syncImage(nf, local, {
     cli: r.cli,
     cliArgs: [...r.cliArgs],

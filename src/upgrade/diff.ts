@@ -3,7 +3,15 @@
 // profile's own rendered flags (with the fix each refusal prints), the Prometheus families that go
 // away or appear (and which of the names sparkctl's rules and dashboard read change), all from the
 // per-version tables of vLLM's source (profiles/vllm-facts.ts). Pure: table-tested.
-import { optionsAcceptedBy, isDeprecated, metricsOf, checkArgv, vllmArgsOf, tablesFor, type FlagProblem } from '../profiles/vllm-flags.js';
+import {
+  optionsAcceptedBy,
+  isDeprecated,
+  metricsOf,
+  checkArgv,
+  vllmArgsOf,
+  tablesFor,
+  type FlagProblem,
+} from '../profiles/vllm-flags.js';
 import { compareVersions } from '../profiles/versions.js';
 import { vllmNames, type VllmNames } from '../monitoring/names.js';
 
@@ -13,7 +21,9 @@ export interface VersionDiff {
   /** the same vLLM release (the image or environment changed, not vLLM's own tables) */
   sameVersion: boolean;
   direction: 'upgrade' | 'downgrade' | 'same';
-  /** how well the tables know each side: exact (a release cut), near (upstream main near it), between/beyond two tables */
+  /**
+   * how well the tables know each side: exact (a release cut), near (upstream main near it), between/beyond two tables
+   */
   tables: { from: string; to: string };
   options: { removed: string[]; added: string[]; deprecated: string[] };
   /** the profile's rendered vLLM flags checked against the candidate: errors are flags it would refuse */
@@ -25,7 +35,8 @@ export interface VersionDiff {
 
 function tableWord(version: string): string {
   const { exact, floor, ceil } = tablesFor(version);
-  if (exact) return exact.exact ? `exact (${exact.version} release)` : `near (${exact.version}: upstream main near the release)`;
+  if (exact)
+    return exact.exact ? `exact (${exact.version} release)` : `near (${exact.version}: upstream main near the release)`;
   if (floor && ceil) return `between the ${floor.version} and ${ceil.version} tables`;
   return `beyond the tables (nearest ${(floor ?? ceil)!.version})`;
 }
@@ -64,7 +75,11 @@ export function versionDiff(from: string, to: string, argv: readonly string[] = 
     metrics: {
       removed: sorted(Object.keys(ma).filter((m) => !mb[m])),
       added: sorted(Object.keys(mb).filter((m) => !ma[m])),
-      kindChanged: sorted(Object.keys(ma).filter((m) => mb[m] && mb[m]![0] !== ma[m]![0])).map((name) => ({ name, from: ma[name]![0], to: mb[name]![0] })),
+      kindChanged: sorted(Object.keys(ma).filter((m) => mb[m] && mb[m]![0] !== ma[m]![0])).map((name) => ({
+        name,
+        from: ma[name]![0],
+        to: mb[name]![0],
+      })),
     },
     monitoringNames: sorted(keys)
       .map((k) => k as keyof VllmNames)
@@ -78,7 +93,8 @@ export function diffLines(d: VersionDiff, maxListed = 12): string[] {
   const out: string[] = [];
   const verb = d.direction === 'same' ? 'the same vLLM' : d.direction;
   out.push(`vLLM ${d.from} -> ${d.to} (${verb}; tables: ${d.tables.from} -> ${d.tables.to})`);
-  for (const p of d.profileFlags) out.push(`  ${p.severity === 'error' ? 'refused' : 'warning'}: ${p.message}; fix: ${p.fix}`);
+  for (const p of d.profileFlags)
+    out.push(`  ${p.severity === 'error' ? 'refused' : 'warning'}: ${p.message}; fix: ${p.fix}`);
   const list = (what: string, xs: string[]) => {
     if (!xs.length) return;
     const shown = xs.slice(0, maxListed).join(' ');
@@ -90,7 +106,10 @@ export function diffLines(d: VersionDiff, maxListed = 12): string[] {
   list('metrics removed', d.metrics.removed);
   list('metrics added', d.metrics.added);
   for (const k of d.metrics.kindChanged) out.push(`  metric ${k.name}: ${k.from} -> ${k.to}`);
-  for (const n of d.monitoringNames) out.push(`  monitoring reads ${n.what} as ${n.to ?? '(none)'} instead of ${n.from ?? '(none)'}: regenerate with sparkctl monitoring --vllm-version ${d.to}`);
+  for (const n of d.monitoringNames)
+    out.push(
+      `  monitoring reads ${n.what} as ${n.to ?? '(none)'} instead of ${n.from ?? '(none)'}: regenerate with sparkctl monitoring --vllm-version ${d.to}`,
+    );
   if (out.length === 1) out.push('  no option or metric differs in the tables');
   return out;
 }

@@ -79,7 +79,15 @@ export function flagChanges(
 ): FlagChanges {
   const isRendered = (e: HelpEntry | undefined) => Boolean(e?.names.some((n) => rendered.includes(n)));
   const renderedName = (e: HelpEntry) => e.names.find((n) => rendered.includes(n)) ?? nameOf(e);
-  const out: FlagChanges = { ...reads, defaultsRelied: [], defaultsSet: [], renamed: [], deprecated: [], gone: [], unknownDefaults: 0 };
+  const out: FlagChanges = {
+    ...reads,
+    defaultsRelied: [],
+    defaultsSet: [],
+    renamed: [],
+    deprecated: [],
+    gone: [],
+    unknownDefaults: 0,
+  };
   // one side unread (or garbage): nothing is compared, the read says why (never "every option gone")
   if (!a.entries.length || !b.entries.length) return out;
   const seen = new Set<string>();
@@ -98,15 +106,33 @@ export function flagChanges(
       // still there, and the candidate's own help says what replaces it
       if (eb.replacedBy && entryOf(b, eb.replacedBy)) {
         const flag = set ? renderedName(eb) : name;
-        out.renamed.push({ from: name, to: eb.replacedBy, by: 'candidate', said: eb.said ?? '', rendered: set, ...(set && fieldOf(flag) ? { field: fieldOf(flag) } : {}) });
+        out.renamed.push({
+          from: name,
+          to: eb.replacedBy,
+          by: 'candidate',
+          said: eb.said ?? '',
+          rendered: set,
+          ...(set && fieldOf(flag) ? { field: fieldOf(flag) } : {}),
+        });
       } else if (set && eb.deprecated && !ea.deprecated)
-        out.deprecated.push({ flag: renderedName(eb), said: eb.said ?? '', ...(fieldOf(renderedName(eb)) ? { field: fieldOf(renderedName(eb)) } : {}) });
+        out.deprecated.push({
+          flag: renderedName(eb),
+          said: eb.said ?? '',
+          ...(fieldOf(renderedName(eb)) ? { field: fieldOf(renderedName(eb)) } : {}),
+        });
       continue;
     }
     // gone from the candidate: the current's help may have named what replaces it
     if (ea.replacedBy && entryOf(b, ea.replacedBy)) {
       const flag = set ? renderedName(ea) : name;
-      out.renamed.push({ from: name, to: ea.replacedBy, by: 'current', said: ea.said ?? '', rendered: set, ...(set && fieldOf(flag) ? { field: fieldOf(flag) } : {}) });
+      out.renamed.push({
+        from: name,
+        to: ea.replacedBy,
+        by: 'current',
+        said: ea.said ?? '',
+        rendered: set,
+        ...(set && fieldOf(flag) ? { field: fieldOf(flag) } : {}),
+      });
       continue;
     }
     if (!set) continue;
@@ -125,7 +151,9 @@ export function flagChanges(
 }
 
 const fixOf = (field: string | undefined, from: string, to: string) =>
-  field ? `change ${field}: write ${to} where it says ${from}` : `sparkctl renders ${from} itself: a sparkctl that knows the candidate renders ${to}`;
+  field
+    ? `change ${field}: write ${to} where it says ${from}`
+    : `sparkctl renders ${from} itself: a sparkctl that knows the candidate renders ${to}`;
 
 /** Lines for a person: what changes for this profile first, then the counts of the rest. */
 export function flagChangeLines(f: FlagChanges, from: string, to: string, maxListed = 20): string[] {
@@ -134,20 +162,40 @@ export function flagChangeLines(f: FlagChanges, from: string, to: string, maxLis
       ? `not read (${s.findings[0] ?? 'no answer'})`
       : `${s.options} options, ${s.withDefault} defaults (${s.source === 'cache' ? 'cached' : `read in ${(s.ms / 1000).toFixed(1)} s`})`;
   const out = [`vLLM's own tables (serve --help=all): ${from}: ${side(f.current)}; ${to}: ${side(f.candidate)}`];
-  for (const s of [f.current, f.candidate]) for (const x of s.findings.slice(s.source === 'none' ? 1 : 0, 3)) out.push(`  finding (${s === f.current ? from : to}): ${x}`);
+  for (const s of [f.current, f.candidate])
+    for (const x of s.findings.slice(s.source === 'none' ? 1 : 0, 3))
+      out.push(`  finding (${s === f.current ? from : to}): ${x}`);
   for (const r of f.renamed.filter((x) => x.rendered))
-    out.push(`  ${r.from}: renamed to ${r.to} (vLLM ${r.by === 'candidate' ? to : from}'s help: "${r.said}"); your profile renders it: ${fixOf(r.field, r.from, r.to)}`);
-  for (const d of f.deprecated) out.push(`  ${d.flag}: deprecated in ${to} (its help: "${d.said}"; it names no replacement); your profile renders it${d.field ? ` (${d.field})` : ''}`);
+    out.push(
+      `  ${r.from}: renamed to ${r.to} (vLLM ${r.by === 'candidate' ? to : from}'s help: "${r.said}"); your profile renders it: ${fixOf(r.field, r.from, r.to)}`,
+    );
+  for (const d of f.deprecated)
+    out.push(
+      `  ${d.flag}: deprecated in ${to} (its help: "${d.said}"; it names no replacement); your profile renders it${d.field ? ` (${d.field})` : ''}`,
+    );
   for (const g of f.gone)
     out.push(
       `  ${g.flag}: not in ${to}'s help, and no replacement named by vLLM${g.guess.length ? `; a similar name there (a guess, not vLLM's word): ${g.guess.join(', ')}` : ''}; your profile renders it${g.field ? ` (${g.field})` : ''}`,
     );
-  for (const d of f.defaultsRelied.slice(0, maxListed)) out.push(`  ${d.flag}: default ${d.from} -> ${d.to} (your profile does not set it: the candidate will run with ${d.to})`);
-  if (f.defaultsRelied.length > maxListed) out.push(`  and ${f.defaultsRelied.length - maxListed} more defaults changed for options your profile does not set (--json lists them)`);
-  if (f.defaultsSet.length) out.push(`  defaults changed for options your profile sets (${f.defaultsSet.length}; its own values stay): ${f.defaultsSet.map((d) => d.flag).join(' ')}`);
+  for (const d of f.defaultsRelied.slice(0, maxListed))
+    out.push(
+      `  ${d.flag}: default ${d.from} -> ${d.to} (your profile does not set it: the candidate will run with ${d.to})`,
+    );
+  if (f.defaultsRelied.length > maxListed)
+    out.push(
+      `  and ${f.defaultsRelied.length - maxListed} more defaults changed for options your profile does not set (--json lists them)`,
+    );
+  if (f.defaultsSet.length)
+    out.push(
+      `  defaults changed for options your profile sets (${f.defaultsSet.length}; its own values stay): ${f.defaultsSet.map((d) => d.flag).join(' ')}`,
+    );
   const other = f.renamed.filter((x) => !x.rendered);
-  if (other.length) out.push(`  renamed, not rendered by your profile (${other.length}): ${other.map((r) => `${r.from} -> ${r.to}`).join(', ')}`);
-  if (out.length === 1 && f.current.options && f.candidate.options) out.push('  no default or name changes for this profile');
+  if (other.length)
+    out.push(
+      `  renamed, not rendered by your profile (${other.length}): ${other.map((r) => `${r.from} -> ${r.to}`).join(', ')}`,
+    );
+  if (out.length === 1 && f.current.options && f.candidate.options)
+    out.push('  no default or name changes for this profile');
   else if (!f.current.options || !f.candidate.options) out.push('  nothing compared: a side gave no table');
   return out;
 }
@@ -160,10 +208,15 @@ export interface FlagsRead {
 
 /** The plan's lines for the tables (one host and over nodes alike): what changes, or why nothing was read. */
 export function flagsPlanLines(f: FlagsRead, from: string, to: string): string[] {
-  return f.changes ? flagChangeLines(f.changes, from, to) : [`vLLM's own tables (serve --help=all): not read (${f.why ?? 'no reason given'})`];
+  return f.changes
+    ? flagChangeLines(f.changes, from, to)
+    : [`vLLM's own tables (serve --help=all): not read (${f.why ?? 'no reason given'})`];
 }
 
-/** The `upgrade-plan` envelope's keys for the tables (one host and over nodes alike): `flags`, and `flagsNotRead` where they were not read. */
+/**
+ * The `upgrade-plan` envelope's keys for the tables (one host and over nodes alike): `flags`, and `flagsNotRead` where
+ * they were not read.
+ */
 export function flagsFields(f: FlagsRead): { flags: FlagChanges | null; flagsNotRead?: string } {
   return f.changes ? { flags: f.changes } : { flags: null, flagsNotRead: f.why ?? 'no reason given' };
 }

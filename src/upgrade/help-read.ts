@@ -28,8 +28,14 @@ const CACHE_ENTRIES = 16;
 type Run = (argv: string[], timeoutMs: number) => Promise<CliResult>;
 
 /** What identifies a side's table (the cache key), or undefined where nothing does (not cached). */
-export function sideKey(side: HelpSide, stat: (p: string) => { real: string; mtimeMs: number } | undefined = statOf): string | undefined {
-  if (side.kind === 'image') return side.id && /^(?:sha256:)?[a-f0-9]{64}$/.test(side.id) ? `image:${side.id.replace(/^sha256:/, '')}` : undefined;
+export function sideKey(
+  side: HelpSide,
+  stat: (p: string) => { real: string; mtimeMs: number } | undefined = statOf,
+): string | undefined {
+  if (side.kind === 'image')
+    return side.id && /^(?:sha256:)?[a-f0-9]{64}$/.test(side.id)
+      ? `image:${side.id.replace(/^sha256:/, '')}`
+      : undefined;
   if (side.kind === 'host') {
     const s = stat(side.vllmBin);
     return s ? `host:${s.real}:${side.version}:${Math.floor(s.mtimeMs)}` : undefined;
@@ -46,23 +52,63 @@ function statOf(p: string): { real: string; mtimeMs: number } | undefined {
   }
 }
 
-/** The argv that asks a side; for an image the probe label marks the container (removed if it outlives the deadline). */
+/**
+ * The argv that asks a side; for an image the probe label marks the container (removed if it outlives the deadline).
+ */
 export function helpArgv(side: HelpSide, probeId: string): string[] {
   if (side.kind === 'sim') return [...side.argv0, 'serve', '--help=all', '--sim-vllm-version', side.version];
   if (side.kind === 'host') return [side.vllmBin, 'serve', '--help=all'];
-  return withCliArgs([side.cli, 'run', '--rm', '--network=none', '--pull=never', '--label', `${PROBE_LABEL}=${probeId}`, '--entrypoint', 'vllm', side.image, 'serve', '--help=all'], side.cliArgs);
+  return withCliArgs(
+    [
+      side.cli,
+      'run',
+      '--rm',
+      '--network=none',
+      '--pull=never',
+      '--label',
+      `${PROBE_LABEL}=${probeId}`,
+      '--entrypoint',
+      'vllm',
+      side.image,
+      'serve',
+      '--help=all',
+    ],
+    side.cliArgs,
+  );
 }
 
-// The cache keeps what the comparison needs, not the help texts: [names, default|null, deprecated, replacedBy|null, said|null]
+// The cache keeps what the comparison needs, not the help texts: [names, default|null, deprecated, replacedBy|null,
+// said|null]
 type Row = [string[], string | null, boolean, string | null, string | null];
 const rowOf = (e: HelpEntry): Row => [e.names, e.default ?? null, e.deprecated, e.replacedBy ?? null, e.said ?? null];
 const isStr = (x: unknown, max: number): x is string => typeof x === 'string' && x.length <= max;
 function entryOfRow(r: unknown): HelpEntry | undefined {
   if (!Array.isArray(r) || r.length !== 5) return undefined;
   const [names, def, dep, rep, said] = r as unknown[];
-  if (!Array.isArray(names) || !names.length || names.length > 8 || !names.every((n) => isStr(n, 120) && /^-{1,2}[A-Za-z0-9?]/.test(n))) return undefined;
-  if (!(def === null || isStr(def, 8192)) || typeof dep !== 'boolean' || !(rep === null || isStr(rep, 120)) || !(said === null || isStr(said, 400))) return undefined;
-  return { names: names as string[], group: '', help: '', ...(def !== null ? { default: def } : {}), deprecated: dep, ...(rep ? { replacedBy: rep } : {}), ...(said ? { said } : {}), lines: [0, 0] };
+  if (
+    !Array.isArray(names) ||
+    !names.length ||
+    names.length > 8 ||
+    !names.every((n) => isStr(n, 120) && /^-{1,2}[A-Za-z0-9?]/.test(n))
+  )
+    return undefined;
+  if (
+    !(def === null || isStr(def, 8192)) ||
+    typeof dep !== 'boolean' ||
+    !(rep === null || isStr(rep, 120)) ||
+    !(said === null || isStr(said, 400))
+  )
+    return undefined;
+  return {
+    names: names as string[],
+    group: '',
+    help: '',
+    ...(def !== null ? { default: def } : {}),
+    deprecated: dep,
+    ...(rep ? { replacedBy: rep } : {}),
+    ...(said ? { said } : {}),
+    lines: [0, 0],
+  };
 }
 function cacheEntry(e: unknown): Row[] | undefined {
   if (!Array.isArray(e) || e.length > 4000) return undefined;
@@ -75,10 +121,17 @@ interface HelpRead {
 }
 
 /** One side's table: the cache, else asked. Never throws. */
-export async function readHelp(side: HelpSide, o: { stateDir: string; run?: Run; timeoutMs?: number; stat?: typeof statOf }): Promise<HelpRead> {
+export async function readHelp(
+  side: HelpSide,
+  o: { stateDir: string; run?: Run; timeoutMs?: number; stat?: typeof statOf },
+): Promise<HelpRead> {
   const started = Date.now();
-  // the simulator plays SPARKCTL_SIM_VLLM_VERSION over its flag (what a simulator image sets): a side asked by version is asked without it
-  const env = side.kind === 'sim' ? Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SPARKCTL_SIM_VLLM_VERSION')) : undefined;
+  // the simulator plays SPARKCTL_SIM_VLLM_VERSION over its flag (what a simulator image sets): a side asked by version
+  // is asked without it
+  const env =
+    side.kind === 'sim'
+      ? Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SPARKCTL_SIM_VLLM_VERSION'))
+      : undefined;
   const run: Run = o.run ?? ((argv, timeoutMs) => cliRunAsync(argv, { timeoutMs, env }));
   const timeoutMs = o.timeoutMs ?? HELP_TIMEOUT_MS;
   const key = sideKey(side, o.stat ?? statOf);
@@ -92,10 +145,19 @@ export async function readHelp(side: HelpSide, o: { stateDir: string; run?: Run;
     const entries = hit.map(entryOfRow) as HelpEntry[];
     return {
       table: { entries, findings: [] },
-      read: { what: key!, source: 'cache', ms: Date.now() - started, options: entries.length, withDefault: entries.filter((e) => e.default !== undefined).length, findings: [] },
+      read: {
+        what: key!,
+        source: 'cache',
+        ms: Date.now() - started,
+        options: entries.length,
+        withDefault: entries.filter((e) => e.default !== undefined).length,
+        findings: [],
+      },
     };
   }
-  const none = (why: string): HelpRead => ({ read: { what, source: 'none', ms: Date.now() - started, options: 0, withDefault: 0, findings: [why] } });
+  const none = (why: string): HelpRead => ({
+    read: { what, source: 'none', ms: Date.now() - started, options: 0, withDefault: 0, findings: [why] },
+  });
   const r = await run(argv, timeoutMs);
   if (side.kind === 'image' && r.error) await removeProbe(side, probeId, run).catch(() => undefined);
   if (r.error) return none(r.error.slice(0, 300));
@@ -119,6 +181,8 @@ export async function readHelp(side: HelpSide, o: { stateDir: string; run?: Run;
 let saving: Promise<void> = Promise.resolve();
 function saveTable(file: string, key: string, rows: ReturnType<typeof rowOf>[]): Promise<void> {
   // neither throws: a cache that cannot be read or written costs the next upgrade a read
-  saving = saving.then(async () => writeJsonCache(file, { ...(await readJsonCache(file, cacheEntry)), [key]: rows }, CACHE_ENTRIES));
+  saving = saving.then(async () =>
+    writeJsonCache(file, { ...(await readJsonCache(file, cacheEntry)), [key]: rows }, CACHE_ENTRIES),
+  );
   return saving;
 }

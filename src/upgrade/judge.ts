@@ -15,7 +15,10 @@ export interface Measured {
   benchError?: string;
   /** each golden prompt's greedy answer (temperature 0), or why there is none */
   golden: Array<{ name: string; text?: string; error?: string }>;
-  /** fixed conversations rendered by the server's chat template (/tokenize with messages): token IDs, or why there are none */
+  /**
+   * fixed conversations rendered by the server's chat template (/tokenize with messages): token IDs, or why there are
+   * none
+   */
   chatTemplate?: Array<{ name: string; tokens?: number[]; error?: string }>;
 }
 
@@ -32,7 +35,13 @@ export interface Thresholds {
   goldenOtherVersion: number;
 }
 
-export const DEFAULT_THRESHOLDS: Thresholds = { ttftRatio: 1.5, tpotRatio: 1.5, throughputRatio: 0.67, goldenSameVersion: 1, goldenOtherVersion: 0.6 };
+export const DEFAULT_THRESHOLDS: Thresholds = {
+  ttftRatio: 1.5,
+  tpotRatio: 1.5,
+  throughputRatio: 0.67,
+  goldenSameVersion: 1,
+  goldenOtherVersion: 0.6,
+};
 
 interface Comparison {
   check: string;
@@ -59,7 +68,8 @@ export function similarity(a: string, b: string): number {
   let prev = new Array<number>(y.length + 1).fill(0);
   for (let i = 1; i <= x.length; i++) {
     const row = new Array<number>(y.length + 1).fill(0);
-    for (let j = 1; j <= y.length; j++) row[j] = x[i - 1] === y[j - 1] ? prev[j - 1]! + 1 : Math.max(prev[j]!, row[j - 1]!);
+    for (let j = 1; j <= y.length; j++)
+      row[j] = x[i - 1] === y[j - 1] ? prev[j - 1]! + 1 : Math.max(prev[j]!, row[j - 1]!);
     prev = row;
   }
   return (2 * prev[y.length]!) / (x.length + y.length);
@@ -84,9 +94,31 @@ function benchComparisons(cur: Measured, can: Measured, t: Thresholds): Comparis
         ok: false,
       },
     ];
-  const out: Comparison[] = [{ check: 'bench failed requests', current: String(a.failed), canary: String(b.failed), limit: `<= ${a.failed}`, ok: b.failed <= a.failed }];
-  const ratio = (check: string, x: number, y: number, limit: number, higherIsWorse: boolean, fmt: (v: number) => string) => {
-    if (!finite(x) || !finite(y) || x <= 0) return out.push({ check, current: finite(x) ? fmt(x) : 'none', canary: finite(y) ? fmt(y) : 'none', limit: 'a number on both', ok: false });
+  const out: Comparison[] = [
+    {
+      check: 'bench failed requests',
+      current: String(a.failed),
+      canary: String(b.failed),
+      limit: `<= ${a.failed}`,
+      ok: b.failed <= a.failed,
+    },
+  ];
+  const ratio = (
+    check: string,
+    x: number,
+    y: number,
+    limit: number,
+    higherIsWorse: boolean,
+    fmt: (v: number) => string,
+  ) => {
+    if (!finite(x) || !finite(y) || x <= 0)
+      return out.push({
+        check,
+        current: finite(x) ? fmt(x) : 'none',
+        canary: finite(y) ? fmt(y) : 'none',
+        limit: 'a number on both',
+        ok: false,
+      });
     const r = y / x;
     out.push({
       check,
@@ -104,7 +136,14 @@ function benchComparisons(cur: Measured, can: Measured, t: Thresholds): Comparis
     ratio('TPOT p50', TPOT_FLOOR_MS, b.tpotP50Ms, t.tpotRatio, true, ms);
     out[out.length - 1]!.current = `${ms(a.tpotP50Ms)} (tokens arrived together: judged against ${ms(TPOT_FLOOR_MS)})`;
   } else ratio('TPOT p50', a.tpotP50Ms, b.tpotP50Ms, t.tpotRatio, true, ms);
-  ratio('output tokens/s', a.outputTokensPerS, b.outputTokensPerS, t.throughputRatio, false, (v) => `${v.toFixed(1)} tok/s`);
+  ratio(
+    'output tokens/s',
+    a.outputTokensPerS,
+    b.outputTokensPerS,
+    t.throughputRatio,
+    false,
+    (v) => `${v.toFixed(1)} tok/s`,
+  );
   return out;
 }
 
@@ -125,11 +164,20 @@ function goldenComparisons(cur: Measured, can: Measured, t: Thresholds, sameVers
     const s = similarity(g.text, c.text);
     // JSON.stringify escapes C0 but leaves DEL, C1 (8-bit CSI) and U+2028/9: those are escaped too
     const shown = (x: string) => terminalText(JSON.stringify(x.length > 60 ? `${x.slice(0, 60)}...` : x));
-    return { check, current: shown(g.text), canary: s === 1 ? 'identical' : `${shown(c.text)} (similarity ${s.toFixed(2)})`, limit, ok: s >= need };
+    return {
+      check,
+      current: shown(g.text),
+      canary: s === 1 ? 'identical' : `${shown(c.text)} (similarity ${s.toFixed(2)})`,
+      limit,
+      ok: s >= need,
+    };
   });
 }
 
-/** The chat template's output, token for token: identical within one vLLM version; across versions, the stated similarity over the token sequence. */
+/**
+ * The chat template's output, token for token: identical within one vLLM version; across versions, the stated
+ * similarity over the token sequence.
+ */
 function templateComparisons(cur: Measured, can: Measured, t: Thresholds, sameVersion: boolean): Comparison[] {
   const need = sameVersion ? 1 : t.goldenOtherVersion;
   const limit = need >= 1 ? 'identical tokens' : `token similarity >= ${need}`;
@@ -191,6 +239,8 @@ export function judge(cur: Measured, can: Measured, t: Thresholds = DEFAULT_THRE
     ...goldenComparisons(cur, can, t, sameVersion),
     ...templateComparisons(cur, can, t, sameVersion),
   ];
-  const why = comparisons.filter((c) => !c.ok).map((c) => `${c.check}: canary ${c.canary}, current ${c.current} (limit ${c.limit})`);
+  const why = comparisons
+    .filter((c) => !c.ok)
+    .map((c) => `${c.check}: canary ${c.canary}, current ${c.current} (limit ${c.limit})`);
   return { pass: why.length === 0, comparisons, why };
 }

@@ -12,7 +12,10 @@ import type { RequestOutput } from '../bench/metrics.js';
 import type { Measured } from './judge.js';
 import { shownEscaped } from '../util/control.js';
 
-/** A server's words as the comparison keeps them (in the verdict, the upgrade's record and history): short, each control character escaped. */
+/**
+ * A server's words as the comparison keeps them (in the verdict, the upgrade's record and history): short, each control
+ * character escaped.
+ */
 const said = (s: string, max = 300) => shownEscaped(s.length > max ? `${s.slice(0, max)}...` : s);
 
 interface GoldenPrompt {
@@ -21,7 +24,10 @@ interface GoldenPrompt {
   maxTokens: number;
   /** sent as one user message to /v1/chat/completions: the server's chat template shapes what the model sees */
   chat?: boolean;
-  /** sent to /v1/chat/completions with GOLDEN_TOOLS (tool_choice auto): the tool calls the server's parser reads out of the answer are compared with its text */
+  /**
+   * sent to /v1/chat/completions with GOLDEN_TOOLS (tool_choice auto): the tool calls the server's parser reads out of
+   * the answer are compared with its text
+   */
   tools?: boolean;
 }
 
@@ -49,14 +55,26 @@ const GOLDEN_TOOLS = [
     function: {
       name: 'read_file',
       description: 'Read a text file and return its contents.',
-      parameters: { type: 'object', properties: { path: { type: 'string', description: 'absolute path of the file' } }, required: ['path'] },
+      parameters: {
+        type: 'object',
+        properties: { path: { type: 'string', description: 'absolute path of the file' } },
+        required: ['path'],
+      },
     },
   },
 ];
 /** The default tool-call golden prompt: added where the profile turns tool calling on (engine.toolCallParser). */
-export const TOOL_GOLDEN: GoldenPrompt = { name: 'tool-call', prompt: 'Read the file /etc/hostname and tell me what it says.', maxTokens: 64, tools: true };
+export const TOOL_GOLDEN: GoldenPrompt = {
+  name: 'tool-call',
+  prompt: 'Read the file /etc/hostname and tell me what it says.',
+  maxTokens: 64,
+  tools: true,
+};
 
-/** The golden prompts when the profile names none: DEFAULT_GOLDEN, and a tool call where the server parses them (a server without a parser refuses tools). */
+/**
+ * The golden prompts when the profile names none: DEFAULT_GOLDEN, and a tool call where the server parses them (a
+ * server without a parser refuses tools).
+ */
 export function defaultGolden(profile: { engine: { toolCallParser?: string } }): GoldenPrompt[] {
   return profile.engine.toolCallParser ? [...DEFAULT_GOLDEN, TOOL_GOLDEN] : DEFAULT_GOLDEN;
 }
@@ -94,7 +112,10 @@ export interface MeasureSettings {
 const MAX_TOOL_CALLS = 16;
 const MAX_TOOL_ARGS = 64 * 1024;
 
-/** Arguments as compared: JSON (as a parser writes it) with its keys sorted and no spacing, so only what the call says counts; other text as it came. */
+/**
+ * Arguments as compared: JSON (as a parser writes it) with its keys sorted and no spacing, so only what the call says
+ * counts; other text as it came.
+ */
 function canonicalArgs(args: string): string {
   const sortKeys = (v: unknown): unknown =>
     Array.isArray(v)
@@ -120,34 +141,57 @@ function canonicalArgs(args: string): string {
  * as empty text on both sides whatever the calls said.
  */
 export function chatText(json: unknown, body: string): { text: string } | { problem: string } {
-  const bad = (what: string) => ({ problem: `/v1/chat/completions answered a body of the wrong shape (${what}): ${JSON.stringify(body.slice(0, 80))}` });
+  const bad = (what: string) => ({
+    problem: `/v1/chat/completions answered a body of the wrong shape (${what}): ${JSON.stringify(body.slice(0, 80))}`,
+  });
   const choices = (json as { choices?: unknown } | null)?.choices;
-  if (typeof json !== 'object' || json === null || !Array.isArray(choices) || !choices.length) return bad('choices: expected a non-empty array');
-  const msg = (choices[0] as { message?: unknown } | null)?.message as { content?: unknown; tool_calls?: unknown } | undefined;
+  if (typeof json !== 'object' || json === null || !Array.isArray(choices) || !choices.length)
+    return bad('choices: expected a non-empty array');
+  const msg = (choices[0] as { message?: unknown } | null)?.message as
+    | { content?: unknown; tool_calls?: unknown }
+    | undefined;
   if (typeof msg !== 'object' || msg === null) return bad('choices.0.message: expected an object');
   // a reply of only tool calls or only reasoning has content null
-  if (msg.content !== null && msg.content !== undefined && typeof msg.content !== 'string') return bad('choices.0.message.content: expected a string or null');
+  if (msg.content !== null && msg.content !== undefined && typeof msg.content !== 'string')
+    return bad('choices.0.message.content: expected a string or null');
   const text = typeof msg.content === 'string' ? msg.content : '';
   const calls = msg.tool_calls;
   if (calls === undefined || calls === null) return { text };
-  if (!Array.isArray(calls) || calls.length > MAX_TOOL_CALLS) return bad(`choices.0.message.tool_calls: expected a list of at most ${MAX_TOOL_CALLS}`);
+  if (!Array.isArray(calls) || calls.length > MAX_TOOL_CALLS)
+    return bad(`choices.0.message.tool_calls: expected a list of at most ${MAX_TOOL_CALLS}`);
   const shown: string[] = [];
   for (const [i, c] of calls.entries()) {
     const f = (c as { function?: unknown } | null)?.function as { name?: unknown; arguments?: unknown } | undefined;
-    if (typeof f !== 'object' || f === null || typeof f.name !== 'string' || !f.name || f.name.length > 256) return bad(`choices.0.message.tool_calls.${i}.function.name: expected a name`);
+    if (typeof f !== 'object' || f === null || typeof f.name !== 'string' || !f.name || f.name.length > 256)
+      return bad(`choices.0.message.tool_calls.${i}.function.name: expected a name`);
     if (typeof f.arguments !== 'string' || f.arguments.length > MAX_TOOL_ARGS)
-      return bad(`choices.0.message.tool_calls.${i}.function.arguments: expected a string of at most ${MAX_TOOL_ARGS} characters`);
+      return bad(
+        `choices.0.message.tool_calls.${i}.function.arguments: expected a string of at most ${MAX_TOOL_ARGS} characters`,
+      );
     shown.push(`[tool call ${f.name} ${canonicalArgs(f.arguments)}]`);
   }
   return { text: [text, ...shown].filter(Boolean).join('\n') };
 }
 
-async function greedy(t: Target, g: GoldenPrompt, s: MeasureSettings): Promise<{ name: string; text?: string; error?: string }> {
+async function greedy(
+  t: Target,
+  g: GoldenPrompt,
+  s: MeasureSettings,
+): Promise<{ name: string; text?: string; error?: string }> {
   const common = { model: t.servedName, max_tokens: g.maxTokens, temperature: 0, seed: 0, stream: false };
   const chat = g.chat || g.tools;
   const messages = [{ role: 'user', content: g.prompt }];
-  const body = g.tools ? { ...common, messages, tools: GOLDEN_TOOLS, tool_choice: 'auto' } : chat ? { ...common, messages } : { ...common, prompt: g.prompt };
-  const r = await http(`${t.url}/v1/${chat ? 'chat/completions' : 'completions'}`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal });
+  const body = g.tools
+    ? { ...common, messages, tools: GOLDEN_TOOLS, tool_choice: 'auto' }
+    : chat
+      ? { ...common, messages }
+      : { ...common, prompt: g.prompt };
+  const r = await http(`${t.url}/v1/${chat ? 'chat/completions' : 'completions'}`, {
+    body,
+    timeoutMs: s.timeoutMs,
+    apiKey: t.apiKey,
+    signal: s.signal,
+  });
   if (!r.ok) return { name: g.name, error: said(`${r.error}: ${r.message}`) };
   if (r.status !== 200) return { name: g.name, error: said(`HTTP ${r.status}: ${errorMessage(r.json, r.body)}`) };
   if (chat) {
@@ -162,17 +206,31 @@ async function greedy(t: Target, g: GoldenPrompt, s: MeasureSettings): Promise<{
 /** The token IDs of a /tokenize answer, or what is wrong with it (a bounded list of whole, non-negative numbers). */
 export function templateTokens(json: unknown, body: string): { tokens: number[] } | { problem: string } {
   const tokens = (json as { tokens?: unknown } | null)?.tokens;
-  const bad = (what: string) => ({ problem: `/tokenize answered a body of the wrong shape (tokens: ${what}): ${JSON.stringify(body.slice(0, 80))}` });
+  const bad = (what: string) => ({
+    problem: `/tokenize answered a body of the wrong shape (tokens: ${what}): ${JSON.stringify(body.slice(0, 80))}`,
+  });
   if (typeof json !== 'object' || json === null || !Array.isArray(tokens)) return bad('expected an array');
-  if (!tokens.length || tokens.length > MAX_TEMPLATE_TOKENS) return bad(`expected 1 to ${MAX_TEMPLATE_TOKENS} token IDs, got ${tokens.length}`);
-  if (!tokens.every((x) => typeof x === 'number' && Number.isInteger(x) && x >= 0 && x < 2 ** 31)) return bad('expected whole, non-negative token IDs');
+  if (!tokens.length || tokens.length > MAX_TEMPLATE_TOKENS)
+    return bad(`expected 1 to ${MAX_TEMPLATE_TOKENS} token IDs, got ${tokens.length}`);
+  if (!tokens.every((x) => typeof x === 'number' && Number.isInteger(x) && x >= 0 && x < 2 ** 31))
+    return bad('expected whole, non-negative token IDs');
   return { tokens: tokens as number[] };
 }
 
 /** One conversation rendered by the server's chat template, as token IDs. */
-async function rendered(t: Target, conv: (typeof TEMPLATE_CONVERSATIONS)[number], s: MeasureSettings): Promise<{ name: string; tokens?: number[]; error?: string }> {
+async function rendered(
+  t: Target,
+  conv: (typeof TEMPLATE_CONVERSATIONS)[number],
+  s: MeasureSettings,
+): Promise<{ name: string; tokens?: number[]; error?: string }> {
   const body = { model: t.servedName, messages: conv.messages, add_generation_prompt: true };
-  const r = await http(`${t.url}/tokenize`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal, maxBytes: 1024 * 1024 });
+  const r = await http(`${t.url}/tokenize`, {
+    body,
+    timeoutMs: s.timeoutMs,
+    apiKey: t.apiKey,
+    signal: s.signal,
+    maxBytes: 1024 * 1024,
+  });
   if (!r.ok) return { name: conv.name, error: said(`${r.error}: ${r.message}`) };
   if (r.status !== 200) return { name: conv.name, error: said(`HTTP ${r.status}: ${errorMessage(r.json, r.body)}`) };
   const a = templateTokens(r.json, r.body);
@@ -188,8 +246,15 @@ const median = (xs: number[]) => {
 
 const BENCH_PROMPT = 'Write a short paragraph about keeping GPU servers healthy at night. '.repeat(4);
 
-/** Requests of the short bench to one server: `n` measured (after `warmup` unmeasured), `s.bench.concurrency` at once. */
-async function benchRun(t: Target, s: MeasureSettings, n: number, warmup: number): Promise<{ outputs: RequestOutput[]; durationS: number }> {
+/**
+ * Requests of the short bench to one server: `n` measured (after `warmup` unmeasured), `s.bench.concurrency` at once.
+ */
+async function benchRun(
+  t: Target,
+  s: MeasureSettings,
+  n: number,
+  warmup: number,
+): Promise<{ outputs: RequestOutput[]; durationS: number }> {
   const r = await runBench({
     url: t.url,
     model: t.servedName ?? '',
@@ -222,7 +287,9 @@ function benchFigures(outputs: RequestOutput[], durationS: number): NonNullable<
     // per request, (last token - first token) / (tokens - 1): unlike the gap between SSE events, it does
     // not change when a version streams several tokens per event (near zero when a server sends nearly
     // all of them in its first event: the judge's TPOT floor)
-    tpotP50Ms: median(ok.filter((o) => o.outputTokens > 1).map((o) => ((o.latency - o.ttft) * 1000) / (o.outputTokens - 1))),
+    tpotP50Ms: median(
+      ok.filter((o) => o.outputTokens > 1).map((o) => ((o.latency - o.ttft) * 1000) / (o.outputTokens - 1)),
+    ),
     outputTokensPerS: durationS > 0 ? out / durationS : Number.NaN,
   };
 }
@@ -240,7 +307,11 @@ async function shortBench(t: Target, s: MeasureSettings): Promise<Measured['benc
  * then the other's put a burst of load on one of them only: an identical canary measured 1.5x slower
  * to its first token that way failed its comparison on a loaded host (CI, 2026-12-05).
  */
-export async function benchSideBySide(a: Target, b: Target, s: MeasureSettings): Promise<{ a: Measured['bench']; b: Measured['bench'] }> {
+export async function benchSideBySide(
+  a: Target,
+  b: Target,
+  s: MeasureSettings,
+): Promise<{ a: Measured['bench']; b: Measured['bench'] }> {
   const per = Math.max(1, s.bench.concurrency);
   const sides = [
     { t: a, outputs: [] as RequestOutput[], durationS: 0 },
@@ -256,7 +327,10 @@ export async function benchSideBySide(a: Target, b: Target, s: MeasureSettings):
     }
     done += n;
   }
-  return { a: benchFigures(sides[0]!.outputs, sides[0]!.durationS), b: benchFigures(sides[1]!.outputs, sides[1]!.durationS) };
+  return {
+    a: benchFigures(sides[0]!.outputs, sides[0]!.durationS),
+    b: benchFigures(sides[1]!.outputs, sides[1]!.durationS),
+  };
 }
 
 /** Probe, golden prompts and the chat template (one at a time, in order): what one server answers, its speed aside. */
@@ -269,13 +343,19 @@ async function answers(t: Target, vllmVersion: string, s: MeasureSettings): Prom
   return {
     url: t.url,
     vllmVersion,
-    probe: { state: p.state, failed: p.steps.filter((x) => x.status === 'fail').map((x) => said(`${x.step}: ${x.detail}`)) },
+    probe: {
+      state: p.state,
+      failed: p.steps.filter((x) => x.status === 'fail').map((x) => said(`${x.step}: ${x.detail}`)),
+    },
     golden,
     chatTemplate,
   };
 }
 
-/** Probe, golden prompts, chat template, then the bench: one server's side of the comparison, alone (the other side is not running at the same time). */
+/**
+ * Probe, golden prompts, chat template, then the bench: one server's side of the comparison, alone (the other side is
+ * not running at the same time).
+ */
 export async function measure(t: Target, vllmVersion: string, s: MeasureSettings): Promise<Measured> {
   const m = await answers(t, vllmVersion, s);
   try {
@@ -287,10 +367,21 @@ export async function measure(t: Target, vllmVersion: string, s: MeasureSettings
 
 /** A side's answers with its bench (or why it has none), keys in the order the record has always had. */
 function withBench(m: Measured, bench: Measured['bench'], benchError?: string): Measured {
-  return { url: m.url, vllmVersion: m.vllmVersion, probe: m.probe, bench, benchError, golden: m.golden, chatTemplate: m.chatTemplate };
+  return {
+    url: m.url,
+    vllmVersion: m.vllmVersion,
+    probe: m.probe,
+    bench,
+    benchError,
+    golden: m.golden,
+    chatTemplate: m.chatTemplate,
+  };
 }
 
-/** Both sides while both run: each one's answers (current first), then the bench side by side in turns (benchSideBySide). */
+/**
+ * Both sides while both run: each one's answers (current first), then the bench side by side in turns
+ * (benchSideBySide).
+ */
 export async function measureBoth(
   cur: Target,
   curVersion: string,
@@ -311,7 +402,13 @@ export async function measureBoth(
  * so that one unfit to compare against stops the upgrade before anything starts). Its bench is taken
  * again here, beside the canary's: the one read alone is replaced.
  */
-export async function measureBeside(cur: Target, current: Measured, can: Target, canVersion: string, s: MeasureSettings): Promise<{ current: Measured; candidate: Measured }> {
+export async function measureBeside(
+  cur: Target,
+  current: Measured,
+  can: Target,
+  canVersion: string,
+  s: MeasureSettings,
+): Promise<{ current: Measured; candidate: Measured }> {
   const candidate = await answers(can, canVersion, s);
   try {
     const b = await benchSideBySide(cur, can, s);

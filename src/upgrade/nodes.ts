@@ -30,7 +30,10 @@ export interface NodesRun {
   stopCandidate?: { left?: string };
   previous?: NodesServed;
   interrupted?: boolean;
-  /** --canary-nodes: the candidate served on the spare nodes beside the running server, compared, then stopped (before anything of the server is touched) */
+  /**
+   * --canary-nodes: the candidate served on the spare nodes beside the running server, compared, then stopped (before
+   * anything of the server is touched)
+   */
   canary?: CanaryRun;
 }
 
@@ -46,7 +49,9 @@ export interface CanaryRun {
   nodesFile: string;
 }
 
-/** After the canary on spare nodes: upgrade the running server in place, or stop there (nothing of the server touched). */
+/**
+ * After the canary on spare nodes: upgrade the running server in place, or stop there (nothing of the server touched).
+ */
 export function afterCanary(c: CanaryRun, noRoll: boolean): 'in-place' | 'stop' {
   if (c.served !== 'healthy' || c.pass !== true) return 'stop';
   if (c.stop?.left !== undefined) return 'stop';
@@ -59,12 +64,18 @@ export function afterCanary(c: CanaryRun, noRoll: boolean): 'in-place' | 'stop' 
  * refusal is (exit 2), the running server untouched. undefined where the canary's end decides as
  * usual (canaryEnd): not refused, interrupted, or its stop not reached or not whole (said loudly there).
  */
-export function canaryRefusal(c: CanaryRun, refusal: { message: string; details: string[] } | undefined, interrupted: boolean, profile: string, nodes: string[]): UsageError | undefined {
+export function canaryRefusal(
+  c: CanaryRun,
+  refusal: { message: string; details: string[] } | undefined,
+  interrupted: boolean,
+  profile: string,
+  nodes: string[],
+): UsageError | undefined {
   if (c.served !== 'refused' || !refusal || interrupted || !c.stop || c.stop.left !== undefined) return undefined;
-  return new UsageError(`--canary-nodes ${c.nodesFile}: the candidate was refused on the spare nodes: ${refusal.message}`, [
-    ...refusal.details,
-    `${profile} serves as before over ${nodes.join(', ')} (nothing of it was touched)`,
-  ]);
+  return new UsageError(
+    `--canary-nodes ${c.nodesFile}: the candidate was refused on the spare nodes: ${refusal.message}`,
+    [...refusal.details, `${profile} serves as before over ${nodes.join(', ')} (nothing of it was touched)`],
+  );
 }
 
 /** After the candidate was served (and compared, where it served healthy): keep it, or go back to the previous pin. */
@@ -87,9 +98,14 @@ export interface NodesEnd {
  * there but unreadable (`corrupt`: the registry's reason) may be a running cluster's. Either way the
  * side may still run: said as what was left, never as "stopped". Pure.
  */
-export function recordMissingLeft(name: string, served: NodesServed | undefined, corrupt: string | undefined): string | undefined {
+export function recordMissingLeft(
+  name: string,
+  served: NodesServed | undefined,
+  corrupt: string | undefined,
+): string | undefined {
   if (corrupt !== undefined) return `the record of ${name} cannot be read (${corrupt}): it may still run`;
-  if (served === 'healthy' || served === 'unhealthy') return `${name} served ${served} but no record of it is found: it may still run`;
+  if (served === 'healthy' || served === 'unhealthy')
+    return `${name} served ${served} but no record of it is found: it may still run`;
   return undefined;
 }
 
@@ -98,7 +114,11 @@ export function recordMissingLeft(name: string, served: NodesServed | undefined,
  * said wherever the upgrade ends after the copy without the candidate serving there (a refusal, an
  * unchanged end): which node held what, and the command that puts the tag back on it. Pure.
  */
-export function tagsReplacedLines(copied: Array<{ node: string; had?: string }> | undefined, cli: string, ref: string): string[] {
+export function tagsReplacedLines(
+  copied: Array<{ node: string; had?: string }> | undefined,
+  cli: string,
+  ref: string,
+): string[] {
   const over = (copied ?? []).filter((x): x is { node: string; had: string } => typeof x.had === 'string');
   if (!over.length) return [];
   return [
@@ -140,7 +160,11 @@ export function nodesEnd(r: NodesRun, profile: string, nodesFile: string): Nodes
     };
   const prev = r.previous;
   if (prev === 'healthy') {
-    const status: UpgradeStatus = r.interrupted ? 'interrupted' : cand === 'healthy' && r.pass === true && r.noRoll ? 'compared' : 'canary-failed';
+    const status: UpgradeStatus = r.interrupted
+      ? 'interrupted'
+      : cand === 'healthy' && r.pass === true && r.noRoll
+        ? 'compared'
+        : 'canary-failed';
     return { status, serving: 'previous' };
   }
   if (prev === 'unhealthy')
@@ -161,9 +185,18 @@ export function nodesEnd(r: NodesRun, profile: string, nodesFile: string): Nodes
  * serves as before). A canary that did not stop whole is said loudly, with the stop to run.
  */
 function canaryEnd(c: CanaryRun, r: NodesRun, profile: string): NodesEnd {
-  const status: UpgradeStatus = r.interrupted || c.served === 'interrupted' ? 'interrupted' : c.served === 'healthy' && c.pass === true && r.noRoll ? 'compared' : 'canary-failed';
+  const status: UpgradeStatus =
+    r.interrupted || c.served === 'interrupted'
+      ? 'interrupted'
+      : c.served === 'healthy' && c.pass === true && r.noRoll
+        ? 'compared'
+        : 'canary-failed';
   if (c.stop === undefined && c.served !== undefined && c.served !== 'refused')
-    return { status, serving: 'previous', loud: `the canary ${c.name} was not stopped: sparkctl stop ${c.name} --nodes ${c.nodesFile} (${profile} serves as before)` };
+    return {
+      status,
+      serving: 'previous',
+      loud: `the canary ${c.name} was not stopped: sparkctl stop ${c.name} --nodes ${c.nodesFile} (${profile} serves as before)`,
+    };
   if (c.stop?.left !== undefined)
     return {
       // passed (kept or --no-roll's compared): not an ok end while the canary may run
@@ -226,17 +259,27 @@ export function nodesPlanLines(x: {
   sameVersion: boolean;
   /** --canary-nodes: the canary's profile name and its spare nodes */
   canary?: { name: string; nodes: string[]; nodesFile: string };
-  /** both sides' own vLLM tables (serve --help=all): what changes, or why they were not read (the one-host plan's lines) */
+  /**
+   * both sides' own vLLM tables (serve --help=all): what changes, or why they were not read (the one-host plan's lines)
+   */
   flags?: FlagsRead;
 }): string[] {
   const t = x.thresholds;
   const n = x.nodes.length;
-  const golden = x.sameVersion ? (t.goldenSameVersion >= 1 ? 'identical' : `similarity >= ${t.goldenSameVersion}`) : `similarity >= ${t.goldenOtherVersion} (another vLLM version)`;
+  const golden = x.sameVersion
+    ? t.goldenSameVersion >= 1
+      ? 'identical'
+      : `similarity >= ${t.goldenSameVersion}`
+    : `similarity >= ${t.goldenOtherVersion} (another vLLM version)`;
   const passes = `passes when: probe healthy; TTFT p50 <= ${t.ttftRatio}x, TPOT p50 <= ${t.tpotRatio}x, output tokens/s >= ${t.throughputRatio}x the running cluster's; golden prompts and the chat template ${golden}`;
   const prev = `the previous ${x.previousImage ? `pin ${x.previousImage.slice(0, 12)}` : 'pin'}`;
   const head = [
     `${x.profile}: ${x.rollback ? 'rollback' : 'upgrade'} plan over ${n} nodes (${x.nodes.join(', ')}; ${x.nodesFile})`,
-    ...(x.image ? [`  image: ${x.image.ref ? `${x.image.ref} -> ` : ''}${x.image.id} (the same image ID on every node, checked before anything stops; pinned: every node runs it, never a tag)`] : []),
+    ...(x.image
+      ? [
+          `  image: ${x.image.ref ? `${x.image.ref} -> ` : ''}${x.image.id} (the same image ID on every node, checked before anything stops; pinned: every node runs it, never a tag)`,
+        ]
+      : []),
     ...(x.imageSteps ?? []).map((l) => `  ${l}`),
     `  vLLM: ${x.from} -> ${x.to === 'auto' ? "auto (the image's own: read from the candidate once it serves)" : x.to}${x.sets.length ? ` (candidate: --set ${x.sets.join(' --set ')})` : ''}`,
     ...(x.flags ? flagsPlanLines(x.flags, x.from, x.to).map((l) => `  ${l}`) : []),
@@ -274,7 +317,10 @@ export function versionAnswer(json: unknown): string | undefined {
   return typeof v === 'string' && /^[0-9][0-9A-Za-z.+_-]{0,95}$/.test(v) ? v : undefined;
 }
 
-/** The version a side runs, as judged: the one its server says it runs where the profile leaves it to the install (auto), else the stated one. */
+/**
+ * The version a side runs, as judged: the one its server says it runs where the profile leaves it to the install
+ * (auto), else the stated one.
+ */
 export function sideVersion(stated: string, answered: string | undefined): string {
   return stated === 'auto' ? (answered ?? 'auto') : stated;
 }
@@ -284,13 +330,17 @@ export function sideVersion(stated: string, answered: string | undefined): strin
  * golden prompts, chat template or bench could not be measured, leaves nothing to compare against
  * (every candidate would fail), so nothing is stopped. Undefined: fit to compare against.
  */
-export function currentUnfit(m: Pick<Measured, 'probe' | 'bench' | 'benchError' | 'golden' | 'chatTemplate'>): string | undefined {
-  if (m.probe.state !== 'healthy') return `its deep probe is ${m.probe.state}${m.probe.failed.length ? ` (${m.probe.failed.join(', ')})` : ''}`;
+export function currentUnfit(
+  m: Pick<Measured, 'probe' | 'bench' | 'benchError' | 'golden' | 'chatTemplate'>,
+): string | undefined {
+  if (m.probe.state !== 'healthy')
+    return `its deep probe is ${m.probe.state}${m.probe.failed.length ? ` (${m.probe.failed.join(', ')})` : ''}`;
   const g = m.golden.find((x) => x.text === undefined);
   if (g) return `golden prompt "${g.name}" was not answered (${g.error ?? 'no answer'})`;
   const t = (m.chatTemplate ?? []).find((x) => !x.tokens);
   if (t) return `the chat template (${t.name}) was not rendered (${t.error ?? 'no answer'})`;
-  if (!m.bench || m.bench.failed > 0) return `the short bench ${m.bench ? `had ${m.bench.failed} failed request(s)` : `did not run (${m.benchError ?? 'no result'})`}`;
+  if (!m.bench || m.bench.failed > 0)
+    return `the short bench ${m.bench ? `had ${m.bench.failed} failed request(s)` : `did not run (${m.benchError ?? 'no result'})`}`;
   return undefined;
 }
 
@@ -300,9 +350,16 @@ export function currentUnfit(m: Pick<Measured, 'probe' | 'bench' | 'benchError' 
  * readiness (a candidate that never served: one window, stop to the previous pin's readiness).
  * Undefined where the nodes were left without a healthy server (then there is no end to measure).
  */
-export function noService(t: { stoppedAt?: number; candReadyAt?: number; stopCandAt?: number; prevReadyAt?: number }): number | undefined {
+export function noService(t: {
+  stoppedAt?: number;
+  candReadyAt?: number;
+  stopCandAt?: number;
+  prevReadyAt?: number;
+}): number | undefined {
   if (t.stoppedAt === undefined) return 0;
   if (t.stopCandAt === undefined) return t.candReadyAt === undefined ? undefined : t.candReadyAt - t.stoppedAt;
   if (t.prevReadyAt === undefined) return undefined;
-  return t.candReadyAt === undefined ? t.prevReadyAt - t.stoppedAt : t.candReadyAt - t.stoppedAt + (t.prevReadyAt - t.stopCandAt);
+  return t.candReadyAt === undefined
+    ? t.prevReadyAt - t.stoppedAt
+    : t.candReadyAt - t.stoppedAt + (t.prevReadyAt - t.stopCandAt);
 }

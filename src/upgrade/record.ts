@@ -10,7 +10,11 @@ import { ensureDir } from '../util/dirs.js';
 import { readTextOrNullSync } from '../util/read.js';
 import { historyDir } from '../history/store.js';
 
-const Side = z.strictObject({ vllmVersion: z.string().max(96), image: RecordImage.optional(), vllmBin: z.string().max(4096).optional() });
+const Side = z.strictObject({
+  vllmVersion: z.string().max(96),
+  image: RecordImage.optional(),
+  vllmBin: z.string().max(4096).optional(),
+});
 
 export const UpgradeRecord = z.strictObject({
   at: z.string().max(40),

@@ -74,11 +74,16 @@ export function freePort(): Promise<number> {
   });
 }
 
-const withKey = (t: Target, secrets: Record<string, string>): Target => ({ ...t, apiKey: secrets.VLLM_API_KEY ?? t.apiKey });
+const withKey = (t: Target, secrets: Record<string, string>): Target => ({
+  ...t,
+  apiKey: secrets.VLLM_API_KEY ?? t.apiKey,
+});
 
 async function roll(run: UpgradeRun, plan: ServePlan, only: string[]): Promise<RollingOutcome> {
   const { rollingRestart } = await import('../router/rolling.js');
-  const entries = new Registry(run.stateDir).find(run.profile).filter((e) => e.inst.profile === run.profile && e.inst.role !== 'router');
+  const entries = new Registry(run.stateDir)
+    .find(run.profile)
+    .filter((e) => e.inst.profile === run.profile && e.inst.role !== 'router');
   return rollingRestart({
     plan,
     router: run.current.router!,
@@ -91,10 +96,24 @@ async function roll(run: UpgradeRun, plan: ServePlan, only: string[]): Promise<R
   });
 }
 
-/** Both sides measured with the same requests: each one's answers (current first), then the bench in turns (measureBoth). */
-async function compare(run: UpgradeRun, cur: Target, can: Target): Promise<{ current: Measured; candidate: Measured; verdict: Verdict }> {
+/**
+ * Both sides measured with the same requests: each one's answers (current first), then the bench in turns
+ * (measureBoth).
+ */
+async function compare(
+  run: UpgradeRun,
+  cur: Target,
+  can: Target,
+): Promise<{ current: Measured; candidate: Measured; verdict: Verdict }> {
   const s = { ...run.measure, signal: run.signal };
-  const { current, candidate } = await measureBoth(cur, run.current.version, can, run.candidate.version, s, (side, url) => run.onEvent?.({ type: 'measuring', side, url }));
+  const { current, candidate } = await measureBoth(
+    cur,
+    run.current.version,
+    can,
+    run.candidate.version,
+    s,
+    (side, url) => run.onEvent?.({ type: 'measuring', side, url }),
+  );
   const verdict = judge(current, candidate, run.thresholds);
   run.onEvent?.({ type: 'verdict', verdict });
   return { current, candidate, verdict };
@@ -105,7 +124,14 @@ async function inPlace(run: UpgradeRun, started: number): Promise<UpgradeOutcome
   const replicas = run.current.plan.replicas;
   const canaryP = replicas[replicas.length - 1]!;
   const base = replicas[0]!;
-  const out: UpgradeOutcome = { status: 'canary-failed', where: 'in-place', canary: { replica: canaryP.name }, rolls: [], onCandidate: [], ms: 0 };
+  const out: UpgradeOutcome = {
+    status: 'canary-failed',
+    where: 'in-place',
+    canary: { replica: canaryP.name },
+    rolls: [],
+    onCandidate: [],
+    ms: 0,
+  };
   const done = (status: UpgradeStatus) => ({ ...out, status, ms: Date.now() - started });
   run.onEvent?.({ type: 'canary', where: 'in-place', replica: canaryP.name });
   const first = await roll(run, run.candidate.plan, [canaryP.name]);
@@ -129,7 +155,14 @@ async function inPlace(run: UpgradeRun, started: number): Promise<UpgradeOutcome
     out.canary.failure = `${!curInst ? base.name : canaryP.name} is not registered`;
     return done('canary-failed');
   }
-  Object.assign(out, await compare(run, withKey(targetFromInstance(curInst), run.secrets), withKey(targetFromInstance(canInst), run.secrets)));
+  Object.assign(
+    out,
+    await compare(
+      run,
+      withKey(targetFromInstance(curInst), run.secrets),
+      withKey(targetFromInstance(canInst), run.secrets),
+    ),
+  );
   if (!out.verdict!.pass || run.noRoll) {
     run.onEvent?.({ type: 'undo', replica: canaryP.name });
     const undo = await roll(run, run.current.plan, [canaryP.name]);
@@ -150,22 +183,37 @@ async function stopProfile(stateDir: string, profile: string, signal: AbortSigna
   const reg = new Registry(stateDir);
   const left: string[] = [];
   const entries = reg.find(profile).filter((x) => x.inst.profile === profile);
-  const router = entries.some((e) => e.inst.role === 'router') ? (await import('../router/stop.js')).stopRouterEntry : undefined;
+  const router = entries.some((e) => e.inst.role === 'router')
+    ? (await import('../router/stop.js')).stopRouterEntry
+    : undefined;
   // the router first: no request goes to a replica that is stopping
-  for (const e of [...entries.filter((x) => x.inst.role === 'router'), ...entries.filter((x) => x.inst.role !== 'router')]) {
+  for (const e of [
+    ...entries.filter((x) => x.inst.role === 'router'),
+    ...entries.filter((x) => x.inst.role !== 'router'),
+  ]) {
     const st = await stopInstance(reg, e, { signal, router });
     if (!st.removed) left.push(`${e.inst.name} (${st.result})`);
   }
   return left;
 }
 
-/** No router: the canary runs beside the replicas as PROFILE-canary; a passing one is followed by a restart of every replica on the candidate. */
+/**
+ * No router: the canary runs beside the replicas as PROFILE-canary; a passing one is followed by a restart of every
+ * replica on the candidate.
+ */
 async function beside(run: UpgradeRun, started: number): Promise<UpgradeOutcome> {
   const port = await freePort();
   const plan = await run.besidePlan!(port);
   const name = plan.replicas[0]?.name ?? `${run.profile}-canary`;
   const gpus = plan.replicas[0]?.gpus;
-  const out: UpgradeOutcome = { status: 'canary-failed', where: 'beside', canary: { replica: name, gpus }, rolls: [], onCandidate: [], ms: 0 };
+  const out: UpgradeOutcome = {
+    status: 'canary-failed',
+    where: 'beside',
+    canary: { replica: name, gpus },
+    rolls: [],
+    onCandidate: [],
+    ms: 0,
+  };
   const done = (status: UpgradeStatus) => ({ ...out, status, ms: Date.now() - started });
   run.onEvent?.({ type: 'canary', where: 'beside', replica: name, url: replicaUrl(plan, plan.replicas[0]!), gpus });
   let served: ServeOutcome;
@@ -193,7 +241,14 @@ async function beside(run: UpgradeRun, started: number): Promise<UpgradeOutcome>
   const canInst = reg.find(name).find((e) => e.inst.name === name)?.inst;
   try {
     if (!curInst || !canInst) throw new Error(`${!curInst ? 'no current replica' : `${name} is not registered`}`);
-    Object.assign(out, await compare(run, withKey(targetFromInstance(curInst), run.secrets), withKey(targetFromInstance(canInst), run.secrets)));
+    Object.assign(
+      out,
+      await compare(
+        run,
+        withKey(targetFromInstance(curInst), run.secrets),
+        withKey(targetFromInstance(canInst), run.secrets),
+      ),
+    );
   } finally {
     run.onEvent?.({ type: 'undo', replica: name });
     await stopProfile(run.stateDir, plan.profile.name, run.signal);

@@ -1,9 +1,20 @@
-// How sparkctl writes a whole file it owns (registry entries, probe state, the Prometheus
-// textfile, bundles, caches; history lines are appended by history/store.ts): a temp file in the same folder, created exclusively
-// (O_CREAT|O_EXCL|O_NOFOLLOW) under a random name, written, fsynced, then renamed over the target.
-// A planted symlink at any temp name cannot redirect the write (O_EXCL fails on an existing name,
-// O_NOFOLLOW on a link), and a reader never sees a half file (rename is atomic in one folder).
-import { openSync, writeSync, fsyncSync, closeSync, renameSync, unlinkSync, statSync, lstatSync, constants, type Stats } from 'node:fs';
+// How sparkctl writes a whole file it owns (registry entries, probe state, the Prometheus textfile, bundles, caches;
+// history lines are appended by history/store.ts): a temp file in the same folder, created exclusively
+// (O_CREAT|O_EXCL|O_NOFOLLOW) under a random name, written, fsynced, then renamed over the target. A planted symlink at
+// any temp name cannot redirect the write (O_EXCL fails on an existing name, O_NOFOLLOW on a link), and a reader never
+// sees a half file (rename is atomic in one folder).
+import {
+  openSync,
+  writeSync,
+  fsyncSync,
+  closeSync,
+  renameSync,
+  unlinkSync,
+  statSync,
+  lstatSync,
+  constants,
+  type Stats,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, basename, join, resolve, sep } from 'node:path';
 const FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -24,7 +35,10 @@ export function openExclusiveTemp(path: string, mode = 0o644): { fd: number; tmp
 
 export const fsError = (code: string, message: string) => Object.assign(new Error(message), { code });
 
-/** What stands at a name, the name itself (lstat: a link is not followed); undefined: nothing is there. Other errors throw. */
+/**
+ * What stands at a name, the name itself (lstat: a link is not followed); undefined: nothing is there. Other errors
+ * throw.
+ */
 export function lstatIfAny(path: string): Stats | undefined {
   try {
     return lstatSync(path);
@@ -74,7 +88,10 @@ export function checkParentLinks(path: string): void {
     const st = lstatIfAny(next);
     if (!st) return; // a missing folder: the caller says so
     if (st.isSymbolicLink() && !trustedLink(st, holder)) {
-      throw Object.assign(new Error(`${next} is a symbolic link another user could have made`), { code: 'ELOOP', link: next });
+      throw Object.assign(new Error(`${next} is a symbolic link another user could have made`), {
+        code: 'ELOOP',
+        link: next,
+      });
     }
     at = next;
     try {

@@ -18,9 +18,15 @@ export const CONTROL = new RegExp(`[${CONTROL_CLASS}]`);
 const CONTROLS = new RegExp(`[${CONTROL_CLASS}]`, 'g');
 const CONTROLS_BUT_LINES = new RegExp(`[${CONTROL_CLASS_BUT_LINES}]`, 'g');
 
-/** Text with each control character of the rule replaced by `by` (a string, or a function of the character; `lines`: a tab and a newline kept): a comment line of a generated file, help text read from a program, an escaped value. */
-export const controlsReplaced = (s: string, by: string | ((c: string) => string), opts: { lines?: boolean } = {}): string =>
-  s.replace(opts.lines ? CONTROLS_BUT_LINES : CONTROLS, by as (c: string) => string);
+/**
+ * Text with each control character of the rule replaced by `by` (a string, or a function of the character; `lines`: a
+ * tab and a newline kept): a comment line of a generated file, help text read from a program, an escaped value.
+ */
+export const controlsReplaced = (
+  s: string,
+  by: string | ((c: string) => string),
+  opts: { lines?: boolean } = {},
+): string => s.replace(opts.lines ? CONTROLS_BUT_LINES : CONTROLS, by as (c: string) => string);
 
 /**
  * A line from outside cut to printable ASCII (every other character '?') and to `max` characters:
@@ -41,7 +47,8 @@ const escapedChar = (ch: string): string => {
  * Text from outside as a terminal may show it: each control character written as its escape (\x1b),
  * never the character. `lines`: newlines and tabs pass (a log's lines, a node's several-line answer).
  */
-export const shownEscaped = (s: string, opts: { lines?: boolean } = {}): string => s.replace(opts.lines ? CONTROLS_BUT_LINES : CONTROLS, escapedChar);
+export const shownEscaped = (s: string, opts: { lines?: boolean } = {}): string =>
+  s.replace(opts.lines ? CONTROLS_BUT_LINES : CONTROLS, escapedChar);
 
 // What reaches the operator's terminal: every line sparkctl prints (say, note, the error lines,
 // progress text, the gateway's log lines, table cells) goes through terminalText, so text from
@@ -58,4 +65,7 @@ const terminalChar = (ch: string): string => {
 };
 
 /** A line as sparkctl may write it to a terminal (see above); `colour`: its own colour codes pass. */
-export const terminalText = (s: string, colour = false): string => (colour ? s.replace(TERMINAL, (m) => (m.length > 1 ? m : terminalChar(m))) : s.replace(CONTROLS_BUT_LINES, terminalChar));
+export const terminalText = (s: string, colour = false): string =>
+  colour
+    ? s.replace(TERMINAL, (m) => (m.length > 1 ? m : terminalChar(m)))
+    : s.replace(CONTROLS_BUT_LINES, terminalChar);

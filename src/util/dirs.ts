@@ -14,7 +14,8 @@ export const WHY: Record<string, string> = {
   EEXIST: 'exists and is not a folder',
   EISDIR: 'is a folder',
   ENOENT: 'does not exist and cannot be created there',
-  ELOOP: 'is a symbolic link, or a folder on its way is one that another user could have made (sparkctl never writes through links)',
+  ELOOP:
+    'is a symbolic link, or a folder on its way is one that another user could have made (sparkctl never writes through links)',
   ENOSPC: 'the disk is full',
   EDQUOT: 'the disk quota is exhausted',
   ENAMETOOLONG: 'the name is too long',
@@ -61,13 +62,18 @@ function mkdirP(dir: string) {
 export function ensureDir(dir: string, what: string, fix: string): void {
   try {
     checkParentLinks(join(dir, 'x'));
-    if (lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink() && !trustedLink(lstatSync(dir), statSync(dirname(resolve(dir))))) throw fsError('ELOOP', 'a link');
+    if (
+      lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink() &&
+      !trustedLink(lstatSync(dir), statSync(dirname(resolve(dir))))
+    )
+      throw fsError('ELOOP', 'a link');
     mkdirP(dir);
     const st = statSync(dir);
     if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
     // Writable? (EROFS even as root; EACCES for others.) /proc and /sys take no files either.
     accessSync(dir, constants.W_OK);
-    if (/^\/(proc|sys)(\/|$)/.test(realpathSync(dir))) throw Object.assign(new Error('pseudo file system'), { code: 'EINVAL' });
+    if (/^\/(proc|sys)(\/|$)/.test(realpathSync(dir)))
+      throw Object.assign(new Error('pseudo file system'), { code: 'EINVAL' });
   } catch (e) {
     // mkdir -p on a dangling link says EEXIST: say what it really is.
     try {
@@ -109,11 +115,16 @@ export function ensurePrivateDir(dir: string, what: string, o: { parents?: numbe
     try {
       mkdirSync(d, { mode: 0o700 });
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw fsProblem(e, what, d, 'set SPARKCTL_STATE_DIR to a writable folder');
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw fsProblem(e, what, d, 'set SPARKCTL_STATE_DIR to a writable folder');
     }
     const st = lstatSync(d);
-    if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`${what} ${d}: is not a plain folder (a link?)`, [`remove ${d}; sparkctl creates it`]);
-    if (typeof process.getuid === 'function' && st.uid !== process.getuid()) throw new UsageError(`${what} ${d}: belongs to uid ${st.uid}, not to this user`, [`remove ${d}; sparkctl creates it`]);
+    if (st.isSymbolicLink() || !st.isDirectory())
+      throw new UsageError(`${what} ${d}: is not a plain folder (a link?)`, [`remove ${d}; sparkctl creates it`]);
+    if (typeof process.getuid === 'function' && st.uid !== process.getuid())
+      throw new UsageError(`${what} ${d}: belongs to uid ${st.uid}, not to this user`, [
+        `remove ${d}; sparkctl creates it`,
+      ]);
     if ((d === dir || o.allPrivate) && (st.mode & 0o777) !== 0o700) chmodSync(d, 0o700);
   }
 }

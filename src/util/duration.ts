@@ -17,7 +17,8 @@ export function parseDuration(text: string, flag: string, rule: DurationRule = {
   const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/.exec(String(text).trim());
   if (!m) throw new UsageError(`${flag}: "${text}" is not a duration`, fix);
   const ms = Math.round(Number(m[1]) * UNIT_MS[(m[2] ?? 's') as keyof typeof UNIT_MS]);
-  if (ms === 0 && !rule.allowZero) throw new UsageError(`${flag}: "${text}" is zero; a deadline must be longer than that`, fix);
+  if (ms === 0 && !rule.allowZero)
+    throw new UsageError(`${flag}: "${text}" is zero; a deadline must be longer than that`, fix);
   if (ms > MAX_DURATION_MS) throw new UsageError(`${flag}: "${text}" is too long (at most 24 days)`, fix);
   return ms;
 }

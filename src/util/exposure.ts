@@ -24,8 +24,10 @@ interface Exposure {
 /** What is open to whoever reaches the address, in words; undefined where nothing is. */
 export function exposedWhat(e: Exposure): string | undefined {
   if (isLoopback(e.host)) return undefined;
-  if (!e.keyed) return `${e.who} listens on ${e.host} (beyond this host) without a key: anyone who reaches the address reaches the model`;
-  if (e.openRoutes) return `${e.who} listens on ${e.host} (beyond this host) with ${e.openRoutes}, which answer without the key`;
+  if (!e.keyed)
+    return `${e.who} listens on ${e.host} (beyond this host) without a key: anyone who reaches the address reaches the model`;
+  if (e.openRoutes)
+    return `${e.who} listens on ${e.host} (beyond this host) with ${e.openRoutes}, which answer without the key`;
   return undefined;
 }
 
@@ -36,6 +38,10 @@ export function exposedWhat(e: Exposure): string | undefined {
 export function checkExposure(e: Exposure, allowUnauthenticated: boolean): string | undefined {
   const what = exposedWhat(e);
   if (!what) return undefined;
-  if (!allowUnauthenticated) throw new UsageError(`${e.field} ${e.host}: ${what}`, [...e.fixes, 'or --allow-unauthenticated to expose it knowingly (warned at every start)']);
+  if (!allowUnauthenticated)
+    throw new UsageError(`${e.field} ${e.host}: ${what}`, [
+      ...e.fixes,
+      'or --allow-unauthenticated to expose it knowingly (warned at every start)',
+    ]);
   return `WARNING: ${what} (--allow-unauthenticated)`;
 }

@@ -7,14 +7,17 @@ import { z } from 'zod';
 import { shownEscaped } from './control.js';
 
 /** registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them */
-export const IMAGE_REF = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+export const IMAGE_REF =
+  /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
 /** an image ID as the runtime names it: 64 hex, bare or sha256: */
 const IMAGE_ID = /^(?:sha256:)?[a-f0-9]{64}$/;
 export const IMAGE_REF_MAX = 600;
 
-export const IMAGE_REF_WORDS = 'an image reference such as nvcr.io/nvidia/vllm:26.03-py3, or REPO@sha256:<64 lower-case hex> (a digest pin)';
+export const IMAGE_REF_WORDS =
+  'an image reference such as nvcr.io/nvidia/vllm:26.03-py3, or REPO@sha256:<64 lower-case hex> (a digest pin)';
 
-export const isImageRef = (v: unknown): v is string => typeof v === 'string' && v.length <= IMAGE_REF_MAX && (IMAGE_REF.test(v) || IMAGE_ID.test(v));
+export const isImageRef = (v: unknown): v is string =>
+  typeof v === 'string' && v.length <= IMAGE_REF_MAX && (IMAGE_REF.test(v) || IMAGE_ID.test(v));
 
 /** Why an image read back from a record is not one sparkctl writes (undefined: it is). */
 export function imageRefProblem(v: unknown): string | undefined {

@@ -28,7 +28,9 @@ function deliver(sig: NodeJS.Signals) {
   else process.kill(process.pid, sig);
 }
 
-/** `fn` on each of `signals` until the returned function is called (idempotent); never drops a signal between handlers. */
+/**
+ * `fn` on each of `signals` until the returned function is called (idempotent); never drops a signal between handlers.
+ */
 export function onSignals(signals: readonly NodeJS.Signals[], fn: Handler): () => void {
   for (const sig of signals) {
     live.set(sig, [...(live.get(sig) ?? []), fn]);
@@ -92,7 +94,10 @@ export function interrupts(opts: InterruptOptions = {}): Interrupt {
 }
 
 /** `fn` with Ctrl-C / SIGTERM aborting its signal; the handlers are removed when it settles. */
-export async function withInterrupts<T>(fn: (signal: AbortSignal) => Promise<T>, opts: InterruptOptions = {}): Promise<T> {
+export async function withInterrupts<T>(
+  fn: (signal: AbortSignal) => Promise<T>,
+  opts: InterruptOptions = {},
+): Promise<T> {
   const i = interrupts(opts);
   try {
     return await fn(i.signal);

@@ -1,5 +1,6 @@
-// The lock discipline of every file several sparkctl runs update (the registry, the probe state,
-// the watcher's folder, a pull's repository in the model cache), on its own so that a probe, which takes the probe-state lock, does not load the registry.
+// The lock discipline of every file several sparkctl runs update (the registry, the probe state, the watcher's folder,
+// a pull's repository in the model cache), on its own so that a probe, which takes the probe-state lock, does not load
+// the registry.
 import { rmSync, closeSync, writeSync, linkSync, statSync, lstatSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import { dirname } from 'node:path';
@@ -13,7 +14,9 @@ interface LockPlace {
   /** what the folder is, and how to mend it, for an error creating the lock (default: the state folder) */
   what: string;
   fix: string;
-  /** the error for something at `path` that is no lock (a link, a folder, a large file): never read through or removed */
+  /**
+   * the error for something at `path` that is no lock (a link, a folder, a large file): never read through or removed
+   */
   notALock?: (path: string) => Error;
 }
 
@@ -24,7 +27,12 @@ const STATE: LockPlace = { what: 'state folder', fix: 'set SPARKCTL_STATE_DIR to
  * one whose pid now names another process (a reused pid: its start time differs), is taken over
  * under a break lock. Waits at most `timeoutMs`, then throws `busy(pid)`.
  */
-export async function lockFile(path: string, timeoutMs: number, busy: (pid: number) => Error, place: LockPlace = STATE): Promise<() => void> {
+export async function lockFile(
+  path: string,
+  timeoutMs: number,
+  busy: (pid: number) => Error,
+  place: LockPlace = STATE,
+): Promise<() => void> {
   const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
   // One attempt: the lock taken, or the pid of its live holder. A lock released meanwhile, or left by
   // a dead holder (broken here), is tried again at once, within the attempt.
@@ -33,7 +41,8 @@ export async function lockFile(path: string, timeoutMs: number, busy: (pid: numb
       if (createComplete(path, me, place)) return { taken: true };
       const seen = readOr(path);
       if (seen === undefined) {
-        if (notALock(path)) throw place.notALock?.(path) ?? new UsageError(`${path} is not a sparkctl lock`, [`remove it: ${path}`]);
+        if (notALock(path))
+          throw place.notALock?.(path) ?? new UsageError(`${path} is not a sparkctl lock`, [`remove it: ${path}`]);
         continue; // released meanwhile
       }
       const [pid, start] = seen.trim().split(/\s+/).map(Number);
@@ -43,7 +52,10 @@ export async function lockFile(path: string, timeoutMs: number, busy: (pid: numb
     }
   };
   // jittered: ten probes waiting do not retry in step
-  const r = await pollUntil(attempt, (a) => a.taken, { deadlineMs: timeoutMs, intervalMs: () => 20 + Math.random() * 30 });
+  const r = await pollUntil(attempt, (a) => a.taken, {
+    deadlineMs: timeoutMs,
+    intervalMs: () => 20 + Math.random() * 30,
+  });
   if (!r.value.taken) throw busy(r.value.holder);
   let released = false;
   return () => {

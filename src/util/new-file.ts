@@ -5,7 +5,14 @@ import { closeSync, unlinkSync, mkdirSync, statSync, lstatSync, realpathSync, li
 import { readTextOrNullSync, READ_LIMITS } from './read.js';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { openExclusiveTemp, checkParentLinks, writeFileAtomic, fsError, checkTarget, writeAllAndClose } from './atomic.js';
+import {
+  openExclusiveTemp,
+  checkParentLinks,
+  writeFileAtomic,
+  fsError,
+  checkTarget,
+  writeAllAndClose,
+} from './atomic.js';
 import { WHY, fsProblem, ensureDir } from './dirs.js';
 /**
  * Check an output FILE named by a flag before any work is done (a bench of ten minutes must not be
@@ -13,7 +20,11 @@ import { WHY, fsProblem, ensureDir } from './dirs.js';
  * a temp file can be created there, and nothing but a regular file stands at the name. The folder
  * is not created: a missing one is more often a typo than a wish. UsageError (exit 2) otherwise.
  */
-export function checkOutputFile(path: string, what: string, fix = 'give a file name in an existing, writable folder'): void {
+export function checkOutputFile(
+  path: string,
+  what: string,
+  fix = 'give a file name in an existing, writable folder',
+): void {
   if (!path) throw new UsageError(`${what}: an empty path`, [fix]);
   const dir = dirname(resolve(path));
   try {
@@ -22,7 +33,10 @@ export function checkOutputFile(path: string, what: string, fix = 'give a file n
     if (!st.isDirectory()) throw fsError('ENOTDIR', 'not a folder');
     if (/^\/(proc|sys)(\/|$)/.test(realpathSync(dir))) throw fsError('EINVAL', 'pseudo file system');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new UsageError(`${what} ${path}: the folder ${dir} does not exist`, [`create it first (mkdir -p ${dir}), or ${fix}`]);
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new UsageError(`${what} ${path}: the folder ${dir} does not exist`, [
+        `create it first (mkdir -p ${dir}), or ${fix}`,
+      ]);
     throw fsProblem(e, `${what} folder`, dir, fix);
   }
   try {
@@ -53,7 +67,8 @@ const FORCE_FIX = (what: string) => `pass --force to replace it, or give a new n
  */
 export function checkNewFile(path: string, what: string, o: NewFileOptions = {}): void {
   checkOutputFile(path, what, o.fix);
-  if (!o.force && lstatSync(path, { throwIfNoEntry: false })) throw new UsageError(`${what} ${path}: the file exists`, [FORCE_FIX(what)]);
+  if (!o.force && lstatSync(path, { throwIfNoEntry: false }))
+    throw new UsageError(`${what} ${path}: the file exists`, [FORCE_FIX(what)]);
 }
 
 /**
@@ -85,7 +100,8 @@ export function writeNewFile(path: string, content: string | Uint8Array, what: s
       unlinkSync(tmp);
     }
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${what} ${path}: the file exists`, [FORCE_FIX(what)]);
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new UsageError(`${what} ${path}: the file exists`, [FORCE_FIX(what)]);
     throw fsProblem(e, what, path, fix);
   }
 }
@@ -124,15 +140,21 @@ interface FileId {
   mtimeMs: number;
 }
 const fileId = (st: Stats): FileId => ({ dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs });
-const sameId = (a: FileId, b: FileId) => a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
-const isId = (v: unknown): v is FileId => typeof v === 'object' && v !== null && ['dev', 'ino', 'size', 'mtimeMs'].every((k) => typeof (v as Record<string, unknown>)[k] === 'number');
+const sameId = (a: FileId, b: FileId) =>
+  a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+const isId = (v: unknown): v is FileId =>
+  typeof v === 'object' &&
+  v !== null &&
+  ['dev', 'ino', 'size', 'mtimeMs'].every((k) => typeof (v as Record<string, unknown>)[k] === 'number');
 
 function readOwnWrites(stateDir: string): Record<string, FileId> {
   try {
     const text = readTextOrNullSync(join(stateDir, OWN_WRITES), { maxBytes: READ_LIMITS.record, noFollow: true });
     const v = text === null ? {} : (JSON.parse(text) as unknown);
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
-    return Object.fromEntries(Object.entries(v as Record<string, unknown>).filter((e): e is [string, FileId] => isId(e[1])));
+    return Object.fromEntries(
+      Object.entries(v as Record<string, unknown>).filter((e): e is [string, FileId] => isId(e[1])),
+    );
   } catch {
     return {};
   }
@@ -150,7 +172,10 @@ export function wroteItLast(stateDir: string, path: string): boolean {
   return Boolean(st?.isFile() && rec && sameId(fileId(st), rec));
 }
 
-/** Record the file now at `path` as sparkctl's own write (after writing it). A record that cannot be written only costs a --force. */
+/**
+ * Record the file now at `path` as sparkctl's own write (after writing it). A record that cannot be written only costs
+ * a --force.
+ */
 export function recordOwnWrite(stateDir: string, path: string): void {
   try {
     const st = lstatSync(path);

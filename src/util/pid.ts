@@ -2,7 +2,9 @@
 // reused pid from the process that held it). Reading only: signalling lives with the proof, in engine/runtime/proc.ts.
 import { readTextSync, READ_LIMITS } from './read.js';
 
-/** The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie. */
+/**
+ * The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie.
+ */
 export function statFields(pid: number): string[] | undefined {
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
@@ -20,7 +22,9 @@ export function processStartTime(pid: number): number | undefined {
   return f ? Number(f[19]) : undefined;
 }
 
-/** Is `pid` alive and (when given) the process that started at `startTime`? For lock holders; never a licence to signal. */
+/**
+ * Is `pid` alive and (when given) the process that started at `startTime`? For lock holders; never a licence to signal.
+ */
 export function isAlive(pid: number, startTime?: number): boolean {
   const st = processStartTime(pid);
   if (st === undefined) return false;

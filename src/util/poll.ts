@@ -20,7 +20,11 @@ type Polled<T> =
   /** the last reading, and why the poll stopped before one was */
   | { done: false; reason: 'deadline' | 'aborted'; value: T; ms: number; readings: number };
 
-export async function pollUntil<T>(read: () => T | Promise<T>, done: (v: T) => boolean, o: PollOptions<T>): Promise<Polled<T>> {
+export async function pollUntil<T>(
+  read: () => T | Promise<T>,
+  done: (v: T) => boolean,
+  o: PollOptions<T>,
+): Promise<Polled<T>> {
   const t0 = performance.now();
   const ms = () => performance.now() - t0;
   for (let readings = 1; ; readings++) {

@@ -65,8 +65,18 @@ const label = (path: string, o: ReadOptions) => (o.what ? `${o.what} ${path}` : 
 
 function refuseKind(path: string, st: Stats, o: ReadOptions): never {
   if (st.isSymbolicLink())
-    throw new FileRefused(label(path, o), 'ENOTREG', 'is a symbolic link (sparkctl reads its own files only where it wrote them)', 'remove the link; sparkctl writes this file itself');
-  throw new FileRefused(label(path, o), 'ENOTREG', `is ${kind(st)}, not a regular file; sparkctl reads only regular files (a pipe or device would never end)`, 'point it at a regular file');
+    throw new FileRefused(
+      label(path, o),
+      'ENOTREG',
+      'is a symbolic link (sparkctl reads its own files only where it wrote them)',
+      'remove the link; sparkctl writes this file itself',
+    );
+  throw new FileRefused(
+    label(path, o),
+    'ENOTREG',
+    `is ${kind(st)}, not a regular file; sparkctl reads only regular files (a pipe or device would never end)`,
+    'point it at a regular file',
+  );
 }
 
 function refuseSize(path: string, size: number, o: ReadOptions): never {
@@ -97,7 +107,8 @@ export function openRegularFile(path: string, o: ReadOptions): { fd: number; siz
   try {
     const st = fstatSync(fd);
     checkStat(path, st, o);
-    if (!sameFile(before, st)) throw new FileRefused(label(path, o), 'ENOTREG', 'changed while it was opened', 'run the command again');
+    if (!sameFile(before, st))
+      throw new FileRefused(label(path, o), 'ENOTREG', 'changed while it was opened', 'run the command again');
     return { fd, size: st.size };
   } catch (e) {
     closeSync(fd);
@@ -105,7 +116,10 @@ export function openRegularFile(path: string, o: ReadOptions): { fd: number; siz
   }
 }
 
-/** Read a regular file of at most `o.maxBytes` bytes. fs errors (ENOENT, EACCES) pass through; what the file IS throws FileRefused. */
+/**
+ * Read a regular file of at most `o.maxBytes` bytes. fs errors (ENOENT, EACCES) pass through; what the file IS throws
+ * FileRefused.
+ */
 export function readRegularFileSync(path: string, o: ReadOptions): Buffer {
   const { fd } = openRegularFile(path, o);
   try {
@@ -115,7 +129,11 @@ export function readRegularFileSync(path: string, o: ReadOptions): Buffer {
   }
 }
 
-function readBounded(read: (buf: Buffer, off: number, len: number, pos: number) => number, path: string, o: ReadOptions): Buffer {
+function readBounded(
+  read: (buf: Buffer, off: number, len: number, pos: number) => number,
+  path: string,
+  o: ReadOptions,
+): Buffer {
   const chunks: Buffer[] = [];
   let total = 0;
   for (;;) {
@@ -141,7 +159,8 @@ async function readRegularFile(path: string, o: ReadOptions): Promise<Buffer> {
   try {
     const st = await fh.stat();
     checkStat(path, st, o);
-    if (!sameFile(before, st)) throw new FileRefused(label(path, o), 'ENOTREG', 'changed while it was opened', 'run the command again');
+    if (!sameFile(before, st))
+      throw new FileRefused(label(path, o), 'ENOTREG', 'changed while it was opened', 'run the command again');
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
@@ -191,7 +210,12 @@ export function readTextOrNullSync(path: string, o: ReadOptions): string | null 
  * read; `skipped` how many bytes past `from` were left out. A file smaller than `from` (truncated,
  * rotated) is read from its start.
  */
-export function readTail(path: string, from: number, maxBytes: number, o: { noFollow?: boolean } = {}): { buf: Buffer; size: number; skipped: number } {
+export function readTail(
+  path: string,
+  from: number,
+  maxBytes: number,
+  o: { noFollow?: boolean } = {},
+): { buf: Buffer; size: number; skipped: number } {
   const { fd, size } = openRegularFile(path, { maxBytes: Number.MAX_SAFE_INTEGER, noFollow: o.noFollow });
   try {
     const begin = size < from ? 0 : from;
@@ -209,7 +233,10 @@ export function readTail(path: string, from: number, maxBytes: number, o: { noFo
   }
 }
 
-/** The checks of a read without the read (a flag's file, checked before any work): fs errors pass through, what the file IS throws FileRefused. */
+/**
+ * The checks of a read without the read (a flag's file, checked before any work): fs errors pass through, what the file
+ * IS throws FileRefused.
+ */
 export function checkRegularFile(path: string, o: ReadOptions): void {
   checkStat(path, o.noFollow ? lstatSync(path) : statSync(path), o);
 }

@@ -24,7 +24,10 @@ export function isSecretName(name: string, opts: { lastWord?: boolean } = {}): b
 
 const MASK = '<redacted>';
 
-/** A URL without its userinfo and with secret-named query values masked; text that is not a URL is returned redacted as text. */
+/**
+ * A URL without its userinfo and with secret-named query values masked; text that is not a URL is returned redacted as
+ * text.
+ */
 export function redactUrl(url: string): string {
   let u: URL;
   try {
@@ -55,7 +58,10 @@ export function knownSecrets(extra: Array<string | undefined> = [], env: NodeJS.
 // A count is no secret: vLLM's own errors say max_completion_tokens=32000 and max_total_tokens=16384,
 // and masking them hid what a client was refused for.
 // (a candidate: a NAME=value whose name holds a secret word; isSecretName decides)
-const SECRET_ASSIGNMENT = new RegExp(`\\b([A-Za-z0-9_]*(?:${SECRET_WORDS})[A-Za-z0-9_]*)=(?!\\d{1,12}(?![^\\s&'",;.)]))([^\\s&'"]+)`, 'gi');
+const SECRET_ASSIGNMENT = new RegExp(
+  `\\b([A-Za-z0-9_]*(?:${SECRET_WORDS})[A-Za-z0-9_]*)=(?!\\d{1,12}(?![^\\s&'",;.)]))([^\\s&'"]+)`,
+  'gi',
+);
 
 // A field that holds the NAME of a variable (server.apiKeyEnv, a probe's --set hint, API_KEY_ENV) is
 // no secret: the name says where the key is, not what it is. Only a value shaped like a conventional
@@ -76,7 +82,9 @@ export function redactText(text: string, secrets: string[] = knownSecrets()): st
     // userinfo in any URL in the text
     .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/\s@'"]+@/gi, `$1${MASK}@`)
     // NAME=value of secret-named variables (environments, command lines)
-    .replace(SECRET_ASSIGNMENT, (all, name: string, value: string) => (!isSecretName(name) || namesAVariable(name, value) ? all : `${name}=${MASK}`))
+    .replace(SECRET_ASSIGNMENT, (all, name: string, value: string) =>
+      !isSecretName(name) || namesAVariable(name, value) ? all : `${name}=${MASK}`,
+    )
     // Authorization: Bearer xxx
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{4,}/g, `$1 ${MASK}`);
   for (const s of secrets) out = out.replace(new RegExp(esc(s), 'g'), MASK);

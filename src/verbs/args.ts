@@ -5,15 +5,22 @@ import { parseServerUrl } from '../util/url.js';
 import { parseDuration } from '../util/duration.js';
 import { deprecatedAlias, type OptionTuple } from './define.js';
 
-/** --force: one meaning in every verb that writes a file a user names: replace an existing regular file there (never a link, a folder or a device). */
-export const FORCE_OPTION: OptionTuple = ['--force', 'replace an existing file at the output path (never a link, a folder or a device)'];
+/**
+ * --force: one meaning in every verb that writes a file a user names: replace an existing regular file there (never a
+ * link, a folder or a device).
+ */
+export const FORCE_OPTION: OptionTuple = [
+  '--force',
+  'replace an existing file at the output path (never a link, a folder or a device)',
+];
 
 export const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 export const intArg = (name: string) => (v: string) => {
   // Decimal digits only: Number() would also take 0x10, 1e3, ' 8 ' and 0b1.
   const n = /^\d{1,9}$/.test(v) ? Number(v) : NaN;
-  if (!Number.isInteger(n) || n < 0) throw new SparkError(`${name}: "${v}" is not a whole number`, ExitCode.badInput, [`digits only, e.g. ${name} 8`]);
+  if (!Number.isInteger(n) || n < 0)
+    throw new SparkError(`${name}: "${v}" is not a whole number`, ExitCode.badInput, [`digits only, e.g. ${name} 8`]);
   return n;
 };
 
@@ -36,7 +43,10 @@ export const durationArg =
 const DECIMAL = /^\d{1,12}(\.\d{1,12})?$/;
 
 const decimal = (flag: string, v: string, fix: string): number => {
-  if (/^\d+,\d+$/.test(v)) throw new UsageError(`${flag}: "${v}" has a decimal comma`, [`write it with a dot: ${flag} ${v.replace(',', '.')}`]);
+  if (/^\d+,\d+$/.test(v))
+    throw new UsageError(`${flag}: "${v}" has a decimal comma`, [
+      `write it with a dot: ${flag} ${v.replace(',', '.')}`,
+    ]);
   if (!DECIMAL.test(v)) throw new UsageError(`${flag}: "${v}" is not a plain decimal number`, [fix]);
   return Number(v);
 };
@@ -55,7 +65,8 @@ const shareArg =
   (flag: string, max = 1, example = '0.78') =>
   (v: string) => {
     const n = decimal(flag, v, `a share such as ${flag} ${example}`);
-    if (!(n > 0 && n <= max)) throw new UsageError(`${flag}: "${v}" is not a share in (0, ${max}]`, [`e.g. ${flag} ${example}`]);
+    if (!(n > 0 && n <= max))
+      throw new UsageError(`${flag}: "${v}" is not a share in (0, ${max}]`, [`e.g. ${flag} ${example}`]);
     return n;
   };
 
@@ -84,15 +95,25 @@ const HOST_PORT = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$/;
 export function hostPort(flag: string, v: string): string {
   const m = HOST_PORT.exec(v);
   if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
-    throw new UsageError(`${flag}: "${v}" is not HOST:PORT`, [`write it like ${flag === '--router' || flag === '--router-stats' ? 'localhost:8404' : 'localhost:9100'}`]);
+    throw new UsageError(`${flag}: "${v}" is not HOST:PORT`, [
+      `write it like ${flag === '--router' || flag === '--router-stats' ? 'localhost:8404' : 'localhost:9100'}`,
+    ]);
   return v;
 }
 
 export const hostPortArg = (flag: string) => (v: string) => hostPort(flag, v);
 
 /** The flags of one meaning shared by several verbs (only the help text may differ). */
-export const GPU_HOUR_PRICE = (help: string): OptionTuple => ['--gpu-hour-price <usd>', help, usdArg('--gpu-hour-price')];
-export const GPU_MONTH_PRICE: OptionTuple = ['--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month', usdArg('--gpu-month-price', '1200')];
+export const GPU_HOUR_PRICE = (help: string): OptionTuple => [
+  '--gpu-hour-price <usd>',
+  help,
+  usdArg('--gpu-hour-price'),
+];
+export const GPU_MONTH_PRICE: OptionTuple = [
+  '--gpu-month-price <usd>',
+  'a monthly price per GPU, converted at 730 h per month',
+  usdArg('--gpu-month-price', '1200'),
+];
 /** GPUs the server holds (cost, report); --gpus everywhere else is the host's GPU count. */
 export const GPUS_HELD = (help: string): OptionTuple => ['--gpus-held <n>', help, countArg('--gpus-held')];
 export const GPUS_HELD_OLD = () => deprecatedAlias('--gpus <n>', '--gpus-held', countArg('--gpus'));

@@ -13,12 +13,20 @@ interface ClusterInputs {
   generated?: ClusterTarget['generated'];
 }
 
-export async function clusterInputs(name: string, opts: { set?: string[]; profiles?: string; platform?: string; nodes: string; json?: boolean }): Promise<ClusterInputs> {
+export async function clusterInputs(
+  name: string,
+  opts: { set?: string[]; profiles?: string; platform?: string; nodes: string; json?: boolean },
+): Promise<ClusterInputs> {
   const nf = loadNodesFile(opts.nodes);
   const nodes = allNodes(nf);
   const t = await readForNodes(name, { nodes: nodes.length, gpusPerNode: Math.min(...nodes.map((n) => n.gpus)) }, opts);
   if (t.platformNote && !opts.json) note(t.platformNote);
   const platform = loadPlatform(opts.platform ?? t.platform ?? t.loaded.profile.platform ?? DEFAULT_PLATFORM);
-  const host = { ...hostShapeOf(nf), gpuMemoryBytes: platform.gpu.memoryGiB * 1024 ** 3, computeCapability: platform.gpu.computeCapability, gpuName: platform.gpu.displayName };
+  const host = {
+    ...hostShapeOf(nf),
+    gpuMemoryBytes: platform.gpu.memoryGiB * 1024 ** 3,
+    computeCapability: platform.gpu.computeCapability,
+    gpuName: platform.gpu.displayName,
+  };
   return { loaded: t.loaded, platform: platform.name, host, generated: t.generated };
 }

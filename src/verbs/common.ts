@@ -13,6 +13,15 @@ export function parseSize(text: string, field: string): number {
   if (!m) throw new UsageError(`${field}: "${text}" is not a size`, ['write it like 80GiB, 141GB or 81920MiB']);
   const n = Number(m[1]);
   const unit = (m[2] ?? 'GiB').toLowerCase();
-  const mult: Record<string, number> = { gib: GIB, g: GIB, gb: 1e9, mib: 1024 ** 2, m: 1024 ** 2, mb: 1e6, tib: 1024 ** 4, tb: 1e12 };
+  const mult: Record<string, number> = {
+    gib: GIB,
+    g: GIB,
+    gb: 1e9,
+    mib: 1024 ** 2,
+    m: 1024 ** 2,
+    mb: 1e6,
+    tib: 1024 ** 4,
+    tb: 1e12,
+  };
   return n * mult[unit]!;
 }

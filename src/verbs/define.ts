@@ -7,7 +7,10 @@ import { type Command, Option } from 'commander';
 type Handler = (...args: any[]) => Promise<unknown>;
 
 /** [flags, description, parser or default, default]: what Command.option takes. */
-export type OptionTuple = [string, string] | [string, string, unknown] | [string, string, (v: string, prev: never) => unknown, unknown];
+export type OptionTuple =
+  | [string, string]
+  | [string, string, unknown]
+  | [string, string, (v: string, prev: never) => unknown, unknown];
 
 export interface VerbDef {
   name: string;
@@ -35,7 +38,9 @@ const RENAMED = new WeakMap<Option, string>();
 export function deprecatedAlias(oldFlags: string, newFlag: string, parse?: (v: string) => unknown): Option {
   const o = new Option(oldFlags).hideHelp();
   o.argParser((v: string) => {
-    process.stderr.write(`sparkctl: ${o.long} is deprecated here: use ${newFlag} (the old spelling goes in the next release)\n`);
+    process.stderr.write(
+      `sparkctl: ${o.long} is deprecated here: use ${newFlag} (the old spelling goes in the next release)\n`,
+    );
     return parse ? parse(v) : v;
   });
   RENAMED.set(o, new Option(`${newFlag} <v>`).attributeName());

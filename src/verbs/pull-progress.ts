@@ -5,10 +5,14 @@ import { c, formatBytes, formatDuration, useColor } from '../output/format.js';
 import { terminalText } from '../util/control.js';
 import type { PullEvent } from '../model/pull.js';
 
-export function pullProgress(opts: { quiet?: boolean; tty?: boolean; write?: (s: string) => void; now?: () => number } = {}) {
+export function pullProgress(
+  opts: { quiet?: boolean; tty?: boolean; write?: (s: string) => void; now?: () => number } = {},
+) {
   const out = opts.write ?? ((s: string) => process.stderr.write(s));
-  // the one escape sequence of its own (redraw the line) kept, the rest as terminalText shows it: a path or a revision is the Hub's
-  const write = (s: string) => out(s.startsWith('\r\x1b[2K') ? `\r\x1b[2K${terminalText(s.slice(5), useColor())}` : terminalText(s, useColor()));
+  // the one escape sequence of its own (redraw the line) kept, the rest as terminalText shows it: a path or a revision
+  // is the Hub's
+  const write = (s: string) =>
+    out(s.startsWith('\r\x1b[2K') ? `\r\x1b[2K${terminalText(s.slice(5), useColor())}` : terminalText(s, useColor()));
   const tty = opts.tty ?? (Boolean(process.stderr.isTTY) && !process.env.CI);
   const now = opts.now ?? Date.now;
   let total = 0;
@@ -27,7 +31,9 @@ export function pullProgress(opts: { quiet?: boolean; tty?: boolean; write?: (s:
     const rate = (have - startHave) / secs;
     const left = rate > 0 ? ((total - have) / rate) * 1000 : undefined;
     const pct = total ? Math.floor((have / total) * 100) : 100;
-    const cur = [...active.entries()].slice(0, 2).map(([p, a]) => `${p} ${a.size ? Math.floor((a.got / a.size) * 100) : 100}%`);
+    const cur = [...active.entries()]
+      .slice(0, 2)
+      .map(([p, a]) => `${p} ${a.size ? Math.floor((a.got / a.size) * 100) : 100}%`);
     return `${done}/${files} files, ${formatBytes(have)} of ${formatBytes(total)} (${pct}%), ${formatBytes(rate)}/s${left !== undefined ? `, ${formatDuration(left)} left` : ''}${cur.length ? `  ${cur.join(', ')}` : ''}`;
   };
   const clear = () => {
@@ -50,7 +56,9 @@ export function pullProgress(opts: { quiet?: boolean; tty?: boolean; write?: (s:
           sizes.set(f.path, f.size);
           if (f.present) done++;
         }
-        write(`${files} files, ${formatBytes(total)}${e.haveBytes ? ` (${formatBytes(e.haveBytes)} already here)` : ''}; ${e.skipped.length} left on the Hub\n`);
+        write(
+          `${files} files, ${formatBytes(total)}${e.haveBytes ? ` (${formatBytes(e.haveBytes)} already here)` : ''}; ${e.skipped.length} left on the Hub\n`,
+        );
         for (const f of e.files) if (f.present) have += f.size;
         return;
       case 'bytes': {

@@ -19,15 +19,19 @@ export interface PullOptions {
 }
 
 /** MODEL is a hub id, or a profile whose model.id (and model.revision) say what to fetch. */
-export function pullTarget(arg: string, opts: Pick<PullOptions, 'revision' | 'profiles'>): { repo: string; revision: string } {
+export function pullTarget(
+  arg: string,
+  opts: Pick<PullOptions, 'revision' | 'profiles'>,
+): { repo: string; revision: string } {
   let repo = arg;
   let pinned: string | undefined;
   if (checkRepoId(arg)) {
     const { profile } = loadProfile(arg, { profilesDir: opts.profiles });
     if (!profile.model.id || profile.model.path)
-      throw new UsageError(`profile ${profile.name} serves a local folder (model.path ${profile.model.path}): there is nothing to pull`, [
-        'copy the folder to this host, or give the profile a model.id',
-      ]);
+      throw new UsageError(
+        `profile ${profile.name} serves a local folder (model.path ${profile.model.path}): there is nothing to pull`,
+        ['copy the folder to this host, or give the profile a model.id'],
+      );
     repo = profile.model.id;
     pinned = profile.model.revision;
     const bad = checkRepoId(repo);
@@ -42,9 +46,10 @@ export function pullTarget(arg: string, opts: Pick<PullOptions, 'revision' | 'pr
 /** The library's failures, each to its row of the exit-code table, with the fix. */
 function pullError(e: unknown, cmd: string): unknown {
   if (e instanceof DiskFull)
-    return new UsageError(`not enough disk space in ${e.folder}: the pull needs ${formatBytes(e.need)} more, ${formatBytes(e.free)} are free`, [
-      'free space there, or point HF_HUB_CACHE (or HF_HOME) at a larger disk',
-    ]);
+    return new UsageError(
+      `not enough disk space in ${e.folder}: the pull needs ${formatBytes(e.need)} more, ${formatBytes(e.free)} are free`,
+      ['free space there, or point HF_HUB_CACHE (or HF_HOME) at a larger disk'],
+    );
   if (e instanceof CacheRefused) return new UsageError(e.message);
   if (e instanceof PullRefused) return new UsageError(e.message, [e.fix]);
   if (e instanceof HubError) {
@@ -57,16 +62,41 @@ function pullError(e: unknown, cmd: string): unknown {
 }
 
 /** Pull `repo`@`revision` into the hub cache `cacheRoot`, with progress on stderr (none under --json). */
-export async function pullInto(repo: string, revision: string, cacheRoot: string, opts: Pick<PullOptions, 'configOnly' | 'jobs' | 'json'> & { step?: boolean } = {}): Promise<PullResult> {
+export async function pullInto(
+  repo: string,
+  revision: string,
+  cacheRoot: string,
+  opts: Pick<PullOptions, 'configOnly' | 'jobs' | 'json'> & { step?: boolean } = {},
+): Promise<PullResult> {
   const env = process.env;
-  const hub = { endpoint: hubEndpointOrExit(env), token: env.HF_TOKEN || undefined, timeoutMs: 30_000, stallMs: 60_000, minRate: minRateOf(env) };
+  const hub = {
+    endpoint: hubEndpointOrExit(env),
+    token: env.HF_TOKEN || undefined,
+    timeoutMs: 30_000,
+    stallMs: 60_000,
+    minRate: minRateOf(env),
+  };
   const again = `sparkctl pull ${repo}${revision !== 'main' ? ` --revision ${revision}` : ''}${opts.configOnly ? ' --config-only' : ''}`;
   const ac = interrupts({ reason: () => new Error('interrupted') });
   let result: PullResult;
   try {
-    result = await pull({ repo, revision, configOnly: opts.configOnly, cacheRoot, hub, jobs: opts.jobs, signal: ac.signal, onEvent: pullProgress({ quiet: opts.json }) });
+    result = await pull({
+      repo,
+      revision,
+      configOnly: opts.configOnly,
+      cacheRoot,
+      hub,
+      jobs: opts.jobs,
+      signal: ac.signal,
+      onEvent: pullProgress({ quiet: opts.json }),
+    });
   } catch (e) {
-    if (ac.signal.aborted) throw new SparkError(`interrupted: what was fetched is kept under ${cacheRoot} (not in the snapshot)`, ExitCode.problems, [`resume with: ${again}`]);
+    if (ac.signal.aborted)
+      throw new SparkError(
+        `interrupted: what was fetched is kept under ${cacheRoot} (not in the snapshot)`,
+        ExitCode.problems,
+        [`resume with: ${again}`],
+      );
     throw pullError(e, again);
   } finally {
     ac.off();
@@ -103,8 +133,14 @@ export function minRateOf(env: Record<string, string | undefined>): { bytes: num
     const raw = env[name];
     if (raw === undefined || raw === '') return dflt;
     const v = Number(raw);
-    if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(v > 0) || v > max) throw new UsageError(`${name}=${raw}: not a number from 1 to ${max}`, [`unset ${name} (default ${dflt}), or set a positive number`]);
+    if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(v > 0) || v > max)
+      throw new UsageError(`${name}=${raw}: not a number from 1 to ${max}`, [
+        `unset ${name} (default ${dflt}), or set a positive number`,
+      ]);
     return v;
   };
-  return { bytes: Math.ceil(num('SPARKCTL_PULL_MIN_BYTES', DEFAULT_MIN_RATE.bytes, 1 << 30)), windowMs: Math.round(num('SPARKCTL_PULL_WINDOW_S', DEFAULT_MIN_RATE.windowMs / 1000, 3600) * 1000) };
+  return {
+    bytes: Math.ceil(num('SPARKCTL_PULL_MIN_BYTES', DEFAULT_MIN_RATE.bytes, 1 << 30)),
+    windowMs: Math.round(num('SPARKCTL_PULL_WINDOW_S', DEFAULT_MIN_RATE.windowMs / 1000, 3600) * 1000),
+  };
 }

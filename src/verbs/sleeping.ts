@@ -43,8 +43,13 @@ export async function report(kind: 'sleep' | 'wake', rs: SleepOutcome[], json?: 
   if (code) throw new ExitWith(code);
 }
 
-export async function run(name: string, opts: { level: SleepLevel; abort?: boolean; deadline: number; json?: boolean }) {
-  const rs = await Promise.all(targetsOf(name).map((inst) => sleepInstance(inst, opts.level, { timeoutMs: opts.deadline, abort: opts.abort })));
+export async function run(
+  name: string,
+  opts: { level: SleepLevel; abort?: boolean; deadline: number; json?: boolean },
+) {
+  const rs = await Promise.all(
+    targetsOf(name).map((inst) => sleepInstance(inst, opts.level, { timeoutMs: opts.deadline, abort: opts.abort })),
+  );
   await report('sleep', rs, opts.json);
 }
 

@@ -40,7 +40,10 @@ export interface GpuFinding {
   resetNeeded?: boolean;
 }
 
-/** A Spark keeps at least this much of its unified memory for the OS, or this share of it, the larger (below: a finding). */
+/**
+ * A Spark keeps at least this much of its unified memory for the OS, or this share of it, the larger (below: a
+ * finding).
+ */
 const SPARK_OS_MIN_BYTES = 4 * 1024 ** 3;
 const SPARK_OS_MIN_SHARE = 0.05;
 
@@ -52,7 +55,10 @@ const busKey = (b: string | undefined) =>
     .replace(/\.\d+$/, '');
 const unified = (rows: Gpu[]) => rows.some((g) => /\bGB10\b/.test(g.name ?? ''));
 
-/** `--query-compute-apps=pid,process_name,used_memory,gpu_bus_id --format=csv,noheader,nounits` rows; a line that is not one is passed over. */
+/**
+ * `--query-compute-apps=pid,process_name,used_memory,gpu_bus_id --format=csv,noheader,nounits` rows; a line that is not
+ * one is passed over.
+ */
 export function parseComputeApps(text: string): NonNullable<GpuFacts['apps']> {
   const out: NonNullable<GpuFacts['apps']> = [];
   for (const line of text.split('\n')) {
@@ -79,7 +85,10 @@ export function parseMeminfo(text: string): { memAvailable?: number; memTotal?: 
  * The findings for one server: its GPUs (indices; all of the host's when it names none) and the pids
  * that are its own (its process group: any other pid holding memory on its GPUs is foreign).
  */
-export function gpuFindings(f: GpuFacts, server: { gpus: readonly number[]; ownPids: ReadonlySet<number> }): GpuFinding[] {
+export function gpuFindings(
+  f: GpuFacts,
+  server: { gpus: readonly number[]; ownPids: ReadonlySet<number> },
+): GpuFinding[] {
   const mine = server.gpus.length ? f.rows.filter((g) => server.gpus.includes(Number(g.index))) : f.rows;
   const byBus = new Map(f.rows.map((g) => [busKey(g['pci.bus_id']), Number(g.index)]));
   const held = new Set(mine.map((g) => Number(g.index)));
@@ -87,11 +96,31 @@ export function gpuFindings(f: GpuFacts, server: { gpus: readonly number[]; ownP
   for (const g of mine) {
     const i = Number(g.index);
     const unc = gpuNum(g, 'ecc.errors.uncorrected.volatile.total') ?? 0;
-    if (unc > 0) out.push({ signal: 'ecc', gpu: i, value: unc, note: `GPU${i}: ${unc} uncorrected volatile ECC error(s)` });
-    if (g['remapped_rows.failure'] === 'Yes') out.push({ signal: 'row-remap', gpu: i, value: 'failed', note: `GPU${i}: row remapping failed: the GPU needs service`, resetNeeded: true });
-    else if (g['remapped_rows.pending'] === 'Yes') out.push({ signal: 'row-remap', gpu: i, value: 'pending', note: `GPU${i}: a row remap is pending until a GPU reset` });
+    if (unc > 0)
+      out.push({ signal: 'ecc', gpu: i, value: unc, note: `GPU${i}: ${unc} uncorrected volatile ECC error(s)` });
+    if (g['remapped_rows.failure'] === 'Yes')
+      out.push({
+        signal: 'row-remap',
+        gpu: i,
+        value: 'failed',
+        note: `GPU${i}: row remapping failed: the GPU needs service`,
+        resetNeeded: true,
+      });
+    else if (g['remapped_rows.pending'] === 'Yes')
+      out.push({
+        signal: 'row-remap',
+        gpu: i,
+        value: 'pending',
+        note: `GPU${i}: a row remap is pending until a GPU reset`,
+      });
     for (const t of decodeThrottle(g['clocks_event_reasons.active']))
-      if (t.severity === 'fail') out.push({ signal: 'throttle', gpu: i, value: t.reason, note: `GPU${i}: ${t.reason} (a slow server, not a wedged one)` });
+      if (t.severity === 'fail')
+        out.push({
+          signal: 'throttle',
+          gpu: i,
+          value: t.reason,
+          note: `GPU${i}: ${t.reason} (a slow server, not a wedged one)`,
+        });
   }
   for (const x of f.xid ?? []) {
     const i = byBus.get(busKey(x.pci));
@@ -108,7 +137,12 @@ export function gpuFindings(f: GpuFacts, server: { gpus: readonly number[]; ownP
   for (const a of f.apps ?? []) {
     const i = byBus.get(busKey(a.bus));
     if (i === undefined || !held.has(i) || server.ownPids.has(a.pid)) continue;
-    out.push({ signal: 'foreign-memory', gpu: i, value: a.usedMiB, note: `GPU${i}: pid ${a.pid} (${asciiLine(a.name, 200)}), not this server's, holds ${a.usedMiB} MiB` });
+    out.push({
+      signal: 'foreign-memory',
+      gpu: i,
+      value: a.usedMiB,
+      note: `GPU${i}: pid ${a.pid} (${asciiLine(a.name, 200)}), not this server's, holds ${a.usedMiB} MiB`,
+    });
   }
   if (unified(f.rows) && f.memAvailable !== undefined && f.memTotal) {
     const floor = Math.max(SPARK_OS_MIN_BYTES, SPARK_OS_MIN_SHARE * f.memTotal);

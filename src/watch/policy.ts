@@ -27,7 +27,11 @@ export function decide(verdict: Verdict, mem: RestartMemory, p: WatchBlock, now:
   if (verdict !== 'dead' && verdict !== 'wedged') return { do: 'nothing', why: verdict };
   if (p.action === 'none') return { do: 'nothing', why: `${verdict}; watch.action none: only logged` };
   if (p.action === 'alert') return { do: 'alert', why: `${verdict}; watch.action alert: not restarted` };
-  if (mem.circuitOpenSince !== undefined) return { do: 'nothing', why: `${verdict}; circuit open since ${new Date(mem.circuitOpenSince).toISOString()}: not restarted again` };
+  if (mem.circuitOpenSince !== undefined)
+    return {
+      do: 'nothing',
+      why: `${verdict}; circuit open since ${new Date(mem.circuitOpenSince).toISOString()}: not restarted again`,
+    };
   const windowMs = p.circuitWindowMinutes * 60_000;
   const recent = mem.restarts.filter((t) => now - t < windowMs);
   if (recent.length >= p.circuitRestarts)
@@ -38,6 +42,11 @@ export function decide(verdict: Verdict, mem: RestartMemory, p: WatchBlock, now:
   const attempt = recent.length + 1;
   const last = recent[recent.length - 1];
   const wait = backoffMs(attempt, p);
-  if (last !== undefined && now < last + wait) return { do: 'wait', why: `back-off: restart ${attempt} not before ${new Date(last + wait).toISOString()}`, untilMs: last + wait };
+  if (last !== undefined && now < last + wait)
+    return {
+      do: 'wait',
+      why: `back-off: restart ${attempt} not before ${new Date(last + wait).toISOString()}`,
+      untilMs: last + wait,
+    };
   return { do: 'restart', why: verdict, attempt };
 }

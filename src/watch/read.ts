@@ -81,7 +81,10 @@ interface ReadOptions {
   router?: Map<string, 'drain' | 'maint'>;
   /** servers the gateway holds (asleep or waking) */
   gateway?: Map<string, 'drain' | 'maint'>;
-  /** the gateway keeper's own word for each on-demand profile (its record): starting, evicting, sleeping, running, stopped */
+  /**
+   * the gateway keeper's own word for each on-demand profile (its record): starting, evicting, sleeping, running,
+   * stopped
+   */
   gatewayStates?: Map<string, string>;
   now?: () => number;
 }
@@ -92,7 +95,10 @@ interface ReadOptions {
  * (maint) or on its way out (drain). Then the profile's router (a rolling restart or an operator),
  * then serve (not ready yet).
  */
-export function ownerOf(e: Pick<Entry, 'inst'>, o: Pick<ReadOptions, 'router' | 'gateway' | 'gatewayStates'>): Owner | undefined {
+export function ownerOf(
+  e: Pick<Entry, 'inst'>,
+  o: Pick<ReadOptions, 'router' | 'gateway' | 'gatewayStates'>,
+): Owner | undefined {
   const word = o.gatewayStates?.get(e.inst.profile);
   if (word === 'starting' || word === 'evicting' || word === 'sleeping') return { by: 'gateway', state: word };
   const g = o.gateway?.get(e.inst.name);
@@ -108,11 +114,19 @@ export async function readServer(e: Entry, o: ReadOptions): Promise<Reading> {
   const at = (o.now ?? Date.now)();
   const owner = ownerOf(e, o);
   const proof = e.proof.state;
-  // what degraded means is the runtime's word (engine/runtime: a container that exited is the server gone; a group with members gone is not)
+  // what degraded means is the runtime's word (engine/runtime: a container that exited is the server gone; a group with
+  // members gone is not)
   const degraded = proof === 'degraded' ? runtimeOf(e.inst).degraded(e.inst) : undefined;
   const exited = Boolean(degraded?.gone);
   const stopped = (proof === 'alive' || proof === 'degraded') && !exited ? stoppedMember(e.inst.pgid) : undefined;
-  const process: Reading['process'] = proof === 'gone' || exited ? 'gone' : stopped ? 'stopped' : proof === 'alive' || proof === 'degraded' ? 'alive' : 'unknown';
+  const process: Reading['process'] =
+    proof === 'gone' || exited
+      ? 'gone'
+      : stopped
+        ? 'stopped'
+        : proof === 'alive' || proof === 'degraded'
+          ? 'alive'
+          : 'unknown';
   const detail = degraded?.detail;
   const base: Reading = { at, process, processDetail: stopped ?? detail, health: 'unreachable', owner };
   if (process === 'gone') return base;
@@ -124,8 +138,14 @@ export async function readServer(e: Entry, o: ReadOptions): Promise<Reading> {
  * are hostile: a /metrics that cannot be read, or that says what no server has, is no numbers (with
  * why), so the verdict is unknown, never healthy on numbers that were never readings.
  */
-export async function readApi(url: string, timeoutMs: number): Promise<Pick<Reading, 'health' | 'healthDetail' | 'metrics' | 'metricsDetail'>> {
-  const [h, m] = await Promise.all([http(`${url}/health`, { timeoutMs, maxBytes: 4096 }), http(`${url}/metrics`, { timeoutMs, maxBytes: METRICS_MAX_BYTES })]);
+export async function readApi(
+  url: string,
+  timeoutMs: number,
+): Promise<Pick<Reading, 'health' | 'healthDetail' | 'metrics' | 'metricsDetail'>> {
+  const [h, m] = await Promise.all([
+    http(`${url}/health`, { timeoutMs, maxBytes: 4096 }),
+    http(`${url}/metrics`, { timeoutMs, maxBytes: METRICS_MAX_BYTES }),
+  ]);
   const health: Reading['health'] = !h.ok ? 'unreachable' : h.status === 200 ? 'ok' : 'fail';
   const healthDetail = !h.ok ? h.message.slice(0, 200) : h.status === 200 ? undefined : `HTTP ${h.status}`;
   const read = m.ok && m.status === 200 ? readMetrics(m.body) : undefined;
@@ -145,7 +165,8 @@ export type RankReading = { alive: number; total: number; detail?: string } | un
 export async function readCluster(rec: ClusterRecord, ranks: RankReading, o: ReadOptions): Promise<Reading> {
   const at = (o.now ?? Date.now)();
   const word = o.gatewayStates?.get(rec.profile);
-  const owner: Owner | undefined = word === 'starting' || word === 'evicting' || word === 'sleeping' ? { by: 'gateway', state: word } : undefined;
+  const owner: Owner | undefined =
+    word === 'starting' || word === 'evicting' || word === 'sleeping' ? { by: 'gateway', state: word } : undefined;
   const base: Reading = {
     at,
     process: ranks ? (ranks.alive === 0 ? 'gone' : 'alive') : 'unknown',

@@ -19,7 +19,9 @@
 //   in verdict.ts takes from the TTFT histogram and from the longest quiet gap that ended in progress.
 import { maxOf, parseExposition, samplesOf, sumOf, type Exposition } from '../client/prom.js';
 
-/** What the engine core reported, as the API server exposes it. A family the server did not write is undefined, never 0. */
+/**
+ * What the engine core reported, as the API server exposes it. A family the server did not write is undefined, never 0.
+ */
 export interface EngineNumbers {
   running?: number;
   waiting?: number;
@@ -34,7 +36,10 @@ export interface EngineNumbers {
   prefills?: number;
   /** vllm:request_success_total summed over finished_reason */
   finished?: number;
-  /** the TTFT histogram: the upper bound of the lowest bucket holding every observation (Infinity: above the top finite bucket, which is `ttftAtLeastS`) */
+  /**
+   * the TTFT histogram: the upper bound of the lowest bucket holding every observation (Infinity: above the top finite
+   * bucket, which is `ttftAtLeastS`)
+   */
   ttftMaxS?: number;
   ttftAtLeastS?: number;
   /** vllm:engine_sleep_state{sleep_state="awake"} (0.12 and later): 0 while asleep */
@@ -42,9 +47,20 @@ export interface EngineNumbers {
 }
 
 /** The keys compared between two readings to see whether the engine did anything. */
-const PROGRESS_KEYS = ['generation', 'prompt', 'iterations', 'prefills', 'finished', 'preemptions', 'kv', 'running', 'waiting'] as const;
+const PROGRESS_KEYS = [
+  'generation',
+  'prompt',
+  'iterations',
+  'prefills',
+  'finished',
+  'preemptions',
+  'kv',
+  'running',
+  'waiting',
+] as const;
 
-const ok = (v: number | undefined, max = Number.MAX_SAFE_INTEGER) => (v !== undefined && Number.isFinite(v) && v >= 0 && v <= max ? v : undefined);
+const ok = (v: number | undefined, max = Number.MAX_SAFE_INTEGER) =>
+  v !== undefined && Number.isFinite(v) && v >= 0 && v <= max ? v : undefined;
 
 function ttftBound(e: Exposition): { maxS?: number; atLeastS?: number } {
   const buckets = samplesOf(e, 'vllm:time_to_first_token_seconds_bucket');
@@ -63,7 +79,10 @@ function ttftBound(e: Exposition): { maxS?: number; atLeastS?: number } {
   return { maxS: lowest, atLeastS: lowest === Infinity ? finite[finite.length - 1] : undefined };
 }
 
-/** The numbers of one /metrics text; a line that is not a sample is passed over (the answer is hostile: only readings a server can have are kept). */
+/**
+ * The numbers of one /metrics text; a line that is not a sample is passed over (the answer is hostile: only readings a
+ * server can have are kept).
+ */
 export function engineNumbers(text: string): EngineNumbers {
   return numbersOf(parseExposition(text));
 }
@@ -103,7 +122,8 @@ const READ_FAMILIES: Array<[string, number]> = [
   ['vllm:engine_sleep_state', 1],
 ];
 
-const said = (v: number) => `"${Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf' : v === -Infinity ? '-Inf' : String(v)}"`;
+const said = (v: number) =>
+  `"${Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf' : v === -Infinity ? '-Inf' : String(v)}"`;
 
 /**
  * One /metrics answer as the watcher takes it: the numbers, or why the answer is no reading. An
@@ -112,16 +132,26 @@ const said = (v: number) => `"${Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf
  * numbers cannot say "idle"), or when it holds no vLLM metric at all (a page of HTML, another
  * program on the port). A family that is absent is only unknown (an older vLLM, a fresh server).
  */
-export function readMetrics(text: string): { numbers: EngineNumbers; problem?: undefined } | { numbers?: undefined; problem: string } {
+export function readMetrics(
+  text: string,
+): { numbers: EngineNumbers; problem?: undefined } | { numbers?: undefined; problem: string } {
   const e = parseExposition(text);
   const bad: string[] = [];
   for (const [name, max] of READ_FAMILIES) {
     const v = e.byName.get(name)?.find((x) => !(Number.isFinite(x.value) && x.value >= 0 && x.value <= max))?.value;
     if (v !== undefined) bad.push(`${name} ${said(v)}`);
   }
-  if (bad.length) return { problem: `it says what no server has: ${bad.slice(0, 4).join(', ')}${bad.length > 4 ? ` and ${bad.length - 4} more` : ''}` };
-  if (![...e.byName.keys()].some((n) => n.startsWith('vllm:')) && !/^# (?:TYPE|HELP) vllm:/m.test(text.slice(0, 1024 * 1024)))
-    return { problem: `no vLLM metric in it (${e.malformedLines ? `${e.malformedLines} line(s) that are no sample` : `${e.byName.size} other metric(s)`})` };
+  if (bad.length)
+    return {
+      problem: `it says what no server has: ${bad.slice(0, 4).join(', ')}${bad.length > 4 ? ` and ${bad.length - 4} more` : ''}`,
+    };
+  if (
+    ![...e.byName.keys()].some((n) => n.startsWith('vllm:')) &&
+    !/^# (?:TYPE|HELP) vllm:/m.test(text.slice(0, 1024 * 1024))
+  )
+    return {
+      problem: `no vLLM metric in it (${e.malformedLines ? `${e.malformedLines} line(s) that are no sample` : `${e.byName.size} other metric(s)`})`,
+    };
   return { numbers: numbersOf(e) };
 }
 

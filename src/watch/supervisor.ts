@@ -19,11 +19,37 @@ import { judge, type Judgement, type Reading, type Verdict } from './verdict.js'
 
 export type WatchEvent =
   | { kind: 'start'; stateDir: string; intervalS: number; dryRun: boolean; watching: string }
-  | { kind: 'verdict'; target: string; profile: string; verdict: Verdict; from?: Verdict; why: string; evidence: Judgement['evidence']; windowS: number; stalledS: number }
+  | {
+      kind: 'verdict';
+      target: string;
+      profile: string;
+      verdict: Verdict;
+      from?: Verdict;
+      why: string;
+      evidence: Judgement['evidence'];
+      windowS: number;
+      stalledS: number;
+    }
   | { kind: 'probe'; target: string; ok: boolean; ms: number; detail: string }
   | { kind: 'skip'; target: string; why: string }
-  | { kind: 'action'; target: string; action: 'restart' | 'would-restart' | 'alert' | 'wait' | 'circuit-open' | 'restarted' | 'restart-failed'; why: string; attempt?: number; ms?: number }
-  | { kind: 'incident'; target: string; profile: string; verdict: Verdict; seen: string; done: string[]; back?: string; unavailableS?: number }
+  | {
+      kind: 'action';
+      target: string;
+      action: 'restart' | 'would-restart' | 'alert' | 'wait' | 'circuit-open' | 'restarted' | 'restart-failed';
+      why: string;
+      attempt?: number;
+      ms?: number;
+    }
+  | {
+      kind: 'incident';
+      target: string;
+      profile: string;
+      verdict: Verdict;
+      seen: string;
+      done: string[];
+      back?: string;
+      unavailableS?: number;
+    }
   | { kind: 'forget'; target: string; why: string }
   /** what its GPUs say now (evidence and an alert; never a restart on its own), when it changes */
   | { kind: 'gpu'; target: string; findings: GpuFinding[] }
@@ -117,7 +143,13 @@ export class Watcher {
   state(): Array<{ target: string; verdict?: Verdict; restarts: number; circuitOpen: boolean; incident: boolean }> {
     return [...this.servers.entries()].map(([name, s]) => {
       const m = this.memory.get(name);
-      return { target: name, verdict: s.verdict, restarts: m?.restarts.length ?? 0, circuitOpen: m?.circuitOpenSince !== undefined, incident: Boolean(s.incident) };
+      return {
+        target: name,
+        verdict: s.verdict,
+        restarts: m?.restarts.length ?? 0,
+        circuitOpen: m?.circuitOpenSince !== undefined,
+        incident: Boolean(s.incident),
+      };
     });
   }
 
@@ -127,15 +159,21 @@ export class Watcher {
   }
 
   /** Who holds which server out of rotation: each live router of a watched profile, and the gateway. */
-  private async held(entries: Entry[]): Promise<{ router: Map<string, Map<string, 'drain' | 'maint'>>; gateway?: Map<string, 'drain' | 'maint'>; gatewayStates?: Map<string, string> }> {
+  private async held(entries: Entry[]): Promise<{
+    router: Map<string, Map<string, 'drain' | 'maint'>>;
+    gateway?: Map<string, 'drain' | 'maint'>;
+    gatewayStates?: Map<string, string>;
+  }> {
     const router = new Map<string, Map<string, 'drain' | 'maint'>>();
-    for (const r of entries.filter((e) => e.inst.role === 'router' && e.alive && e.inst.router)) router.set(r.inst.profile, await heldBy(r.inst.router!.socket));
+    for (const r of entries.filter((e) => e.inst.role === 'router' && e.alive && e.inst.router))
+      router.set(r.inst.profile, await heldBy(r.inst.router!.socket));
     const gw = this.o.registry.gateway();
     if (!gw?.alive) return { router };
     const gateway = await heldBy(join(this.o.registry.stateDir, 'gateway', 'api.sock'));
     // the keeper's record: which on-demand profiles it is starting, evicting or holds asleep (a file: hostile, bounded)
     const gatewayStates = new Map<string, string>();
-    for (const m of readRecord(this.o.registry.stateDir)?.onDemand ?? []) if (typeof m?.profile === 'string' && typeof m.state === 'string') gatewayStates.set(m.profile, m.state);
+    for (const m of readRecord(this.o.registry.stateDir)?.onDemand ?? [])
+      if (typeof m?.profile === 'string' && typeof m.state === 'string') gatewayStates.set(m.profile, m.state);
     return { router, gateway, gatewayStates };
   }
 
@@ -151,26 +189,54 @@ export class Watcher {
       this.gpuAt = now0;
       const gpus = this.o.hands.gpus;
       const engines = [...new Set(entries.map((e) => e.inst.engine))];
-      this.gpuFacts = new Map(await Promise.all(engines.map(async (k) => [k, await gpus(k).catch(() => undefined)] as const)));
+      this.gpuFacts = new Map(
+        await Promise.all(engines.map(async (k) => [k, await gpus(k).catch(() => undefined)] as const)),
+      );
     }
     const names = new Set(entries.map((e) => e.inst.name));
-    const clusters = overNodes(servers).filter((c) => typeof c?.profile === 'string' && typeof c.url === 'string' && (!this.o.names.length || this.o.names.includes(c.profile)));
+    const clusters = overNodes(servers).filter(
+      (c) =>
+        typeof c?.profile === 'string' &&
+        typeof c.url === 'string' &&
+        (!this.o.names.length || this.o.names.includes(c.profile)),
+    );
     for (const c of clusters) names.add(clusterKey(c));
     for (const name of [...this.servers.keys()])
       if (!names.has(name) && !this.restarting.has(name)) {
         this.servers.delete(name);
-        this.o.hands.emit({ kind: 'forget', target: name, why: 'its registry entry is gone (stopped by sparkctl stop, or by another sparkctl)' });
+        this.o.hands.emit({
+          kind: 'forget',
+          target: name,
+          why: 'its registry entry is gone (stopped by sparkctl stop, or by another sparkctl)',
+        });
       }
-    await Promise.all([...entries.map((e) => this.watchOne(e, held.router.get(e.inst.profile), held.gateway, held.gatewayStates)), ...clusters.map((c) => this.watchCluster(c, held.gatewayStates))]);
+    await Promise.all([
+      ...entries.map((e) => this.watchOne(e, held.router.get(e.inst.profile), held.gateway, held.gatewayStates)),
+      ...clusters.map((c) => this.watchCluster(c, held.gatewayStates)),
+    ]);
     this.lastTick = this.now();
-    this.o.hands.emit({ kind: 'tick', servers: entries.length + clusters.length, ms: Math.round(performance.now() - t0) });
+    this.o.hands.emit({
+      kind: 'tick',
+      servers: entries.length + clusters.length,
+      ms: Math.round(performance.now() - t0),
+    });
   }
 
-  private async watchOne(e: Entry, router: Map<string, 'drain' | 'maint'> | undefined, gateway: Map<string, 'drain' | 'maint'> | undefined, gatewayStates?: Map<string, string>) {
+  private async watchOne(
+    e: Entry,
+    router: Map<string, 'drain' | 'maint'> | undefined,
+    gateway: Map<string, 'drain' | 'maint'> | undefined,
+    gatewayStates?: Map<string, string>,
+  ) {
     const name = e.inst.name;
     let s = this.servers.get(name);
     if (e.proof.state === 'unproven') {
-      if (!s?.unprovenSaid) this.o.hands.emit({ kind: 'skip', target: name, why: `not proven sparkctl's (${e.proof.reason}): never acted on` });
+      if (!s?.unprovenSaid)
+        this.o.hands.emit({
+          kind: 'skip',
+          target: name,
+          why: `not proven sparkctl's (${e.proof.reason}): never acted on`,
+        });
       this.servers.set(name, { ...(s ?? { key: '', readings: [] }), unprovenSaid: true });
       return;
     }
@@ -183,8 +249,19 @@ export class Watcher {
       this.servers.set(name, s);
     }
     const policy = this.o.hands.policyOf(e.inst.profile, e);
-    const p = { windowS: policy.windowSeconds, maxWindowS: policy.maxWindowSeconds, deadAfterS: policy.deadAfterSeconds, kvSaturated: 0.95 };
-    const r = await readServer(e, { timeoutMs: this.o.readTimeoutMs ?? 3000, router, gateway, gatewayStates, now: this.o.now });
+    const p = {
+      windowS: policy.windowSeconds,
+      maxWindowS: policy.maxWindowSeconds,
+      deadAfterS: policy.deadAfterSeconds,
+      kvSaturated: 0.95,
+    };
+    const r = await readServer(e, {
+      timeoutMs: this.o.readTimeoutMs ?? 3000,
+      router,
+      gateway,
+      gatewayStates,
+      now: this.o.now,
+    });
     s.readings.push(r);
     // enough history for the longest window and the quiet spells that set it
     const keepMs = p.maxWindowS * 2000 + this.o.intervalMs * 4;
@@ -211,7 +288,8 @@ export class Watcher {
     const facts = this.gpuFacts.get(e.inst.engine);
     if (facts) {
       const f = gpuFindings(facts, { gpus: e.inst.gpus ?? [], ownPids: new Set(groupMembers(e.inst.pgid)) });
-      if (JSON.stringify(f.map((x) => x.note)) !== JSON.stringify((s.gpu ?? []).map((x) => x.note))) this.o.hands.emit({ kind: 'gpu', target: name, findings: f });
+      if (JSON.stringify(f.map((x) => x.note)) !== JSON.stringify((s.gpu ?? []).map((x) => x.note)))
+        this.o.hands.emit({ kind: 'gpu', target: name, findings: f });
       s.gpu = f;
     }
     await this.incidents(e, s, jd);
@@ -239,22 +317,49 @@ export class Watcher {
     }
     const e = clusterEntry(c);
     const policy = this.o.hands.policyOf(c.profile, e);
-    const p = { windowS: policy.windowSeconds, maxWindowS: policy.maxWindowSeconds, deadAfterS: policy.deadAfterSeconds, kvSaturated: 0.95 };
-    const r = await readCluster(c, s.ranks, { timeoutMs: this.o.readTimeoutMs ?? 3000, gatewayStates, now: this.o.now });
+    const p = {
+      windowS: policy.windowSeconds,
+      maxWindowS: policy.maxWindowSeconds,
+      deadAfterS: policy.deadAfterSeconds,
+      kvSaturated: 0.95,
+    };
+    const r = await readCluster(c, s.ranks, {
+      timeoutMs: this.o.readTimeoutMs ?? 3000,
+      gatewayStates,
+      now: this.o.now,
+    });
     s.readings.push(r);
     const keepMs = p.maxWindowS * 2000 + this.o.intervalMs * 4;
     while (s.readings.length > 2 && r.at - s.readings[0]!.at > keepMs) s.readings.shift();
     let jd = judge(s.readings, p);
     if (jd.wantProbe) {
-      r.probe = await this.o.hands.probe({ ...targetFromUrl(c.url, c.servedName), name }, policy.probeTimeoutSeconds * 1000);
+      r.probe = await this.o.hands.probe(
+        { ...targetFromUrl(c.url, c.servedName), name },
+        policy.probeTimeoutSeconds * 1000,
+      );
       this.o.hands.emit({ kind: 'probe', target: name, ...r.probe });
       jd = judge(s.readings, p);
     }
     if (jd.verdict !== s.verdict)
-      this.o.hands.emit({ kind: 'verdict', target: name, profile: c.profile, verdict: jd.verdict, from: s.verdict, why: jd.why, evidence: jd.evidence, windowS: jd.windowS, stalledS: jd.stalledS });
+      this.o.hands.emit({
+        kind: 'verdict',
+        target: name,
+        profile: c.profile,
+        verdict: jd.verdict,
+        from: s.verdict,
+        why: jd.why,
+        evidence: jd.evidence,
+        windowS: jd.windowS,
+        stalledS: jd.stalledS,
+      });
     s.verdict = jd.verdict;
     await this.incidents(e, s, jd);
-    if ((jd.verdict === 'dead' || jd.verdict === 'wedged') && policy.action !== 'none' && s.incident && !s.incident.done.includes('alerted')) {
+    if (
+      (jd.verdict === 'dead' || jd.verdict === 'wedged') &&
+      policy.action !== 'none' &&
+      s.incident &&
+      !s.incident.done.includes('alerted')
+    ) {
       s.incident.done.push('alerted');
       this.o.hands.emit({
         kind: 'action',
@@ -270,7 +375,15 @@ export class Watcher {
     if ((jd.verdict === 'dead' || jd.verdict === 'wedged') && !s.incident) {
       const frozen = jd.evidence.find((x) => x.signal === 'frozen' || x.signal === '/health')?.at;
       const seenMs = frozen ? Date.parse(frozen) : now;
-      s.incident = { target: e.inst.name, profile: e.inst.profile, url: e.inst.url, verdict: jd.verdict, why: jd.why, seenMs, done: [] };
+      s.incident = {
+        target: e.inst.name,
+        profile: e.inst.profile,
+        url: e.inst.url,
+        verdict: jd.verdict,
+        why: jd.why,
+        seenMs,
+        done: [],
+      };
       await this.o.hands.incident?.(s.incident, 'open');
     } else if (s.incident && SERVING.has(jd.verdict)) {
       const i = s.incident;
@@ -330,7 +443,13 @@ export class Watcher {
         if (this.o.dryRun) {
           if (!s.incident?.done.includes('would restart')) {
             s.incident?.done.push('would restart');
-            emit({ kind: 'action', target: name, action: 'would-restart', why: `${jd.verdict}: would ${how}`, attempt: d.attempt });
+            emit({
+              kind: 'action',
+              target: name,
+              action: 'would-restart',
+              why: `${jd.verdict}: would ${how}`,
+              attempt: d.attempt,
+            });
           }
           return;
         }
@@ -340,8 +459,17 @@ export class Watcher {
         const verdict = jd.verdict as 'dead' | 'wedged';
         const run = this.queue.then(async () => {
           const t0 = Date.now();
-          const r = await this.o.hands.restart({ entry: e, verdict, policy, routed }).catch((err: Error) => ({ ok: false, detail: err.message }));
-          emit({ kind: 'action', target: name, action: r.ok ? 'restarted' : 'restart-failed', why: r.detail, attempt: d.attempt, ms: Date.now() - t0 });
+          const r = await this.o.hands
+            .restart({ entry: e, verdict, policy, routed })
+            .catch((err: Error) => ({ ok: false, detail: err.message }));
+          emit({
+            kind: 'action',
+            target: name,
+            action: r.ok ? 'restarted' : 'restart-failed',
+            why: r.detail,
+            attempt: d.attempt,
+            ms: Date.now() - t0,
+          });
           if (!r.ok) s.incident?.done.push(`restart ${d.attempt} failed: ${r.detail.slice(0, 200)}`);
         });
         this.queue = run;
@@ -366,7 +494,10 @@ export class Watcher {
 
 /** How often the host's GPUs are read (nvidia-smi takes 0.1-1 s and wakes the driver): at most this often. */
 const GPU_EVERY_MS = 15_000;
-/** How often a multi-node server's ranks are read on their nodes (an ssh each): at most this often, whatever the interval. */
+/**
+ * How often a multi-node server's ranks are read on their nodes (an ssh each): at most this often, whatever the
+ * interval.
+ */
 const RANKS_EVERY_MS = 10_000;
 const clusterKey = (c: ClusterRecord) => `${c.profile} (multi-node)`;
 /** A cluster record as the incident and policy code reads an entry: the head's address, the profile. */

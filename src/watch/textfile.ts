@@ -22,7 +22,11 @@ export function renderTextfile(w: WatchedState, intervalMs: number): string {
     `sparkctl_watch_servers ${s.length}`,
     '# HELP sparkctl_watch_verdict 1 for the verdict each server has now (healthy, busy, saturated, preempting, loading, sleeping, draining, wedged, dead, unknown).',
     '# TYPE sparkctl_watch_verdict gauge',
-    ...s.flatMap((x) => VERDICTS.map((v) => `sparkctl_watch_verdict{target="${esc(x.target)}",verdict="${v}"} ${x.verdict === v ? 1 : 0}`)),
+    ...s.flatMap((x) =>
+      VERDICTS.map(
+        (v) => `sparkctl_watch_verdict{target="${esc(x.target)}",verdict="${v}"} ${x.verdict === v ? 1 : 0}`,
+      ),
+    ),
     '# HELP sparkctl_watch_restarts_total Restarts the watcher made of this server since it started.',
     '# TYPE sparkctl_watch_restarts_total counter',
     ...s.map((x) => `sparkctl_watch_restarts_total{target="${esc(x.target)}"} ${x.restarts}`),

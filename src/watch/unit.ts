@@ -20,8 +20,15 @@ export function watchUnit(o: WatchUnitOptions): string {
   refuseControl('the node executable path', process.execPath);
   refuseControl("sparkctl's own path", sparkctlBin());
   if (o.user !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$/.test(o.user))
-    throw new UsageError(`--user ${JSON.stringify(o.user)}: not a user name`, ['a user name like vllm or svc_llm (letters, digits, _ . -)']);
-  const args = ['watch', '--all', ...(o.interval ? ['--interval', `${o.interval}s`] : []), ...(o.prometheus ? ['--prometheus', o.prometheus] : [])];
+    throw new UsageError(`--user ${JSON.stringify(o.user)}: not a user name`, [
+      'a user name like vllm or svc_llm (letters, digits, _ . -)',
+    ]);
+  const args = [
+    'watch',
+    '--all',
+    ...(o.interval ? ['--interval', `${o.interval}s`] : []),
+    ...(o.prometheus ? ['--prometheus', o.prometheus] : []),
+  ];
   const cmd = [process.execPath, sparkctlBin(), ...args].map(execArg).join(' ');
   const value = (v: string) => v.replace(/%/g, '%%');
   return `# sparkctl systemd --watch: the host's watcher (sparkctl watch --all)

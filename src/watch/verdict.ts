@@ -10,11 +10,25 @@
 // loading, sleeping and draining servers are never wedged: each has its own verdict.
 import { moved, type EngineNumbers } from './signals.js';
 
-export const VERDICTS = ['healthy', 'busy', 'saturated', 'preempting', 'loading', 'sleeping', 'draining', 'wedged', 'dead', 'unknown'] as const;
+export const VERDICTS = [
+  'healthy',
+  'busy',
+  'saturated',
+  'preempting',
+  'loading',
+  'sleeping',
+  'draining',
+  'wedged',
+  'dead',
+  'unknown',
+] as const;
 export type Verdict = (typeof VERDICTS)[number];
 
 /** Someone else owns the server's life right now (the gateway, a rolling restart, serve). */
-export type Owner = { by: 'gateway'; state: 'starting' | 'sleeping' | 'stopping' | 'evicting' } | { by: 'serve'; state: 'loading' } | { by: 'router'; state: 'drain' | 'maint' };
+export type Owner =
+  | { by: 'gateway'; state: 'starting' | 'sleeping' | 'stopping' | 'evicting' }
+  | { by: 'serve'; state: 'loading' }
+  | { by: 'router'; state: 'drain' | 'maint' };
 
 export interface Reading {
   /** ms since the epoch */
@@ -82,7 +96,10 @@ function metricReadings(rs: readonly Reading[]): Array<{ at: number; m: EngineNu
   return rs.filter((r) => r.metrics).map((r) => ({ at: r.at, m: r.metrics!, probe: r.probe }));
 }
 
-/** When the current quiet spell began (the first reading of the run of unchanged values at the end), and the longest earlier spell that ended in progress while the engine held requests. */
+/**
+ * When the current quiet spell began (the first reading of the run of unchanged values at the end), and the longest
+ * earlier spell that ended in progress while the engine held requests.
+ */
 function quietSpells(rs: readonly Reading[]): { since?: number; sinceIndex?: number; longestEndedMs: number } {
   const ms = metricReadings(rs);
   if (!ms.length) return { longestEndedMs: 0 };
@@ -97,7 +114,10 @@ function quietSpells(rs: readonly Reading[]): { since?: number; sinceIndex?: num
   return { since: ms[start]!.at, sinceIndex: start, longestEndedMs: longest };
 }
 
-/** The wedge window: the policy's floor, raised by twice this server's slowest first token and twice its longest quiet spell that ended in progress; capped. */
+/**
+ * The wedge window: the policy's floor, raised by twice this server's slowest first token and twice its longest quiet
+ * spell that ended in progress; capped.
+ */
 export function windowOf(rs: readonly Reading[], p: Policy): { windowS: number; because: Evidence[] } {
   const because: Evidence[] = [];
   let w = p.windowS;
@@ -105,21 +125,40 @@ export function windowOf(rs: readonly Reading[], p: Policy): { windowS: number; 
   const ttft = last?.ttftMaxS === Infinity ? (last.ttftAtLeastS ?? 0) * 2 : last?.ttftMaxS;
   if (ttft && 2 * ttft > w) {
     w = 2 * ttft;
-    because.push({ signal: 'vllm:time_to_first_token_seconds', value: ttft, note: `slowest first token so far up to ${ttft} s: window at least twice that` });
+    because.push({
+      signal: 'vllm:time_to_first_token_seconds',
+      value: ttft,
+      note: `slowest first token so far up to ${ttft} s: window at least twice that`,
+    });
   }
   const gap = quietSpells(rs).longestEndedMs / 1000;
   if (2 * gap > w) {
     w = 2 * gap;
-    because.push({ signal: 'quiet spell', value: s1(gap * 1000), note: `this server was once quiet ${s1(gap * 1000)} s with requests and then moved: window at least twice that` });
+    because.push({
+      signal: 'quiet spell',
+      value: s1(gap * 1000),
+      note: `this server was once quiet ${s1(gap * 1000)} s with requests and then moved: window at least twice that`,
+    });
   }
   if (w > p.maxWindowS) {
-    because.push({ signal: 'window cap', value: p.maxWindowS, note: `window capped at watch.maxWindowSeconds (${p.maxWindowS} s)` });
+    because.push({
+      signal: 'window cap',
+      value: p.maxWindowS,
+      note: `window capped at watch.maxWindowSeconds (${p.maxWindowS} s)`,
+    });
     w = p.maxWindowS;
   }
   return { windowS: Math.round(w * 10) / 10, because };
 }
 
-function j(verdict: Verdict, why: string, evidence: Evidence[], windowS: number, stalledS = 0, wantProbe = false): Judgement {
+function j(
+  verdict: Verdict,
+  why: string,
+  evidence: Evidence[],
+  windowS: number,
+  stalledS = 0,
+  wantProbe = false,
+): Judgement {
   return { verdict, why, evidence, windowS, stalledS, wantProbe };
 }
 
@@ -139,26 +178,78 @@ function lifeVerdict(rs: readonly Reading[], p: Policy, windowS: number): Judgem
   const r = rs[rs.length - 1]!;
   const at = iso(r.at);
   if (r.owner?.by === 'gateway') {
-    const v: Verdict = r.owner.state === 'starting' ? 'loading' : r.owner.state === 'sleeping' ? 'sleeping' : 'draining';
-    return j(v, `the gateway is ${r.owner.state} it: the gateway's to manage`, [{ signal: 'gateway', value: r.owner.state, at }], windowS);
+    const v: Verdict =
+      r.owner.state === 'starting' ? 'loading' : r.owner.state === 'sleeping' ? 'sleeping' : 'draining';
+    return j(
+      v,
+      `the gateway is ${r.owner.state} it: the gateway's to manage`,
+      [{ signal: 'gateway', value: r.owner.state, at }],
+      windowS,
+    );
   }
-  if (r.owner?.by === 'serve') return j('loading', 'serve is starting it (not ready yet)', [{ signal: 'registry', value: 'not ready', at }], windowS);
+  if (r.owner?.by === 'serve')
+    return j(
+      'loading',
+      'serve is starting it (not ready yet)',
+      [{ signal: 'registry', value: 'not ready', at }],
+      windowS,
+    );
   if (r.owner?.by === 'router')
-    return j('draining', `its router holds it in ${r.owner.state} (a rolling restart or an operator)`, [{ signal: 'haproxy admin state', value: r.owner.state, at }], windowS);
-  if (r.process === 'gone') return j('dead', 'its processes are gone', [{ signal: 'process', value: 'gone', at, note: r.processDetail }], windowS);
+    return j(
+      'draining',
+      `its router holds it in ${r.owner.state} (a rolling restart or an operator)`,
+      [{ signal: 'haproxy admin state', value: r.owner.state, at }],
+      windowS,
+    );
+  if (r.process === 'gone')
+    return j(
+      'dead',
+      'its processes are gone',
+      [{ signal: 'process', value: 'gone', at, note: r.processDetail }],
+      windowS,
+    );
   if (r.ranks && r.ranks.alive < r.ranks.total)
-    return j('dead', `${r.ranks.total - r.ranks.alive} of ${r.ranks.total} ranks gone`, [{ signal: 'ranks', value: `${r.ranks.alive}/${r.ranks.total}`, at, note: r.processDetail }], windowS);
+    return j(
+      'dead',
+      `${r.ranks.total - r.ranks.alive} of ${r.ranks.total} ranks gone`,
+      [{ signal: 'ranks', value: `${r.ranks.alive}/${r.ranks.total}`, at, note: r.processDetail }],
+      windowS,
+    );
   const down = apiDownFor(rs);
   if (down.n >= 2 && down.ms >= p.deadAfterS * 1000)
     return j(
       'dead',
       `its API has not answered /health for ${s1(down.ms)} s (${down.n} readings)`,
-      [{ signal: '/health', value: r.health, at: iso(down.first!.at), note: `${r.healthDetail ?? ''} until ${at}`.trim() }],
+      [
+        {
+          signal: '/health',
+          value: r.health,
+          at: iso(down.first!.at),
+          note: `${r.healthDetail ?? ''} until ${at}`.trim(),
+        },
+      ],
       windowS,
     );
-  if (down.n) return j('unknown', `/health ${r.health} (${r.healthDetail ?? 'no detail'}): waiting for a second reading`, [{ signal: '/health', value: r.health, at, note: r.healthDetail }], windowS);
+  if (down.n)
+    return j(
+      'unknown',
+      `/health ${r.health} (${r.healthDetail ?? 'no detail'}): waiting for a second reading`,
+      [{ signal: '/health', value: r.health, at, note: r.healthDetail }],
+      windowS,
+    );
   if (r.asleep || r.metrics?.awake === 0)
-    return j('sleeping', 'asleep (vLLM sleep mode): not wedged', [{ signal: r.asleep ? '/is_sleeping' : 'vllm:engine_sleep_state{sleep_state="awake"}', value: r.asleep ? true : 0, at }], windowS);
+    return j(
+      'sleeping',
+      'asleep (vLLM sleep mode): not wedged',
+      [
+        {
+          signal: r.asleep ? '/is_sleeping' : 'vllm:engine_sleep_state{sleep_state="awake"}',
+          value: r.asleep ? true : 0,
+          at,
+        },
+      ],
+      windowS,
+    );
   return undefined;
 }
 
@@ -174,8 +265,16 @@ export function judge(rs: readonly Reading[], p: Policy = DEFAULT_POLICY): Judge
   if (!m) {
     const stopped = r.process === 'stopped';
     const probe = stopped ? stoppedProbe(rs) : r.probe;
-    if (stopped && probe && !probe.ok) return stoppedWedge(r, windowS, 0, [{ signal: 'probe', value: probe.detail, at }]);
-    return j('unknown', `/metrics unreadable${r.metricsDetail ? `: ${r.metricsDetail}` : ''}`, [{ signal: '/metrics', value: 'unreadable', at, note: r.metricsDetail }], windowS, 0, stopped && !probe);
+    if (stopped && probe && !probe.ok)
+      return stoppedWedge(r, windowS, 0, [{ signal: 'probe', value: probe.detail, at }]);
+    return j(
+      'unknown',
+      `/metrics unreadable${r.metricsDetail ? `: ${r.metricsDetail}` : ''}`,
+      [{ signal: '/metrics', value: 'unreadable', at, note: r.metricsDetail }],
+      windowS,
+      0,
+      stopped && !probe,
+    );
   }
   const spell = quietSpells(rs);
   const stalledMs = holds(m) ? r.at - (spell.since ?? r.at) : 0;
@@ -191,7 +290,11 @@ export function judge(rs: readonly Reading[], p: Policy = DEFAULT_POLICY): Judge
   // probe is one more request held by a stuck server)
   if (r.process === 'stopped') {
     const probe = stoppedProbe(rs);
-    if (probe && !probe.ok) return stoppedWedge(r, windowS, stalledMs, [{ signal: 'probe', value: 'no answer', at, note: `${probe.detail} (${probe.ms} ms)` }, ...numbers]);
+    if (probe && !probe.ok)
+      return stoppedWedge(r, windowS, stalledMs, [
+        { signal: 'probe', value: 'no answer', at, note: `${probe.detail} (${probe.ms} ms)` },
+        ...numbers,
+      ]);
     if (!probe)
       return j(
         'unknown',
@@ -208,7 +311,12 @@ export function judge(rs: readonly Reading[], p: Policy = DEFAULT_POLICY): Judge
 /** The latest probe sent while the same member has been stopped (the run of stopped readings at the end). */
 function stoppedProbe(rs: readonly Reading[]): Reading['probe'] {
   const last = rs[rs.length - 1]!;
-  for (let i = rs.length - 1; i >= 0 && rs[i]!.process === 'stopped' && rs[i]!.processDetail === last.processDetail; i--) if (rs[i]!.probe) return rs[i]!.probe;
+  for (
+    let i = rs.length - 1;
+    i >= 0 && rs[i]!.process === 'stopped' && rs[i]!.processDetail === last.processDetail;
+    i--
+  )
+    if (rs[i]!.probe) return rs[i]!.probe;
   return undefined;
 }
 
@@ -223,7 +331,13 @@ function stoppedWedge(r: Reading, windowS: number, stalledMs: number, more: Evid
 }
 
 /** Requests held and nothing moved for the window: wedged when a second signal agrees, else ask for the probe. */
-function stalled(rs: readonly Reading[], sinceIndex: number, stalledMs: number, windowS: number, evidence: Evidence[]): Judgement {
+function stalled(
+  rs: readonly Reading[],
+  sinceIndex: number,
+  stalledMs: number,
+  windowS: number,
+  evidence: Evidence[],
+): Judgement {
   const r = rs[rs.length - 1]!;
   const ms = metricReadings(rs);
   const since = ms[sinceIndex]!.at;
@@ -236,9 +350,29 @@ function stalled(rs: readonly Reading[], sinceIndex: number, stalledMs: number, 
   if (r.process === 'stopped') return stoppedWedge(r, windowS, stalledMs, [frozen, ...evidence]);
   // the probe sent after the spell began: the latest one decides
   const probe = [...rs].reverse().find((x) => x.at >= since && x.probe);
-  if (!probe) return j('busy', `nothing moved for ${s1(stalledMs)} s while it holds requests: probing before any verdict`, [frozen, ...evidence], windowS, s1(stalledMs), true);
-  const pe: Evidence = { signal: 'probe', value: probe.probe!.ok ? 'answered' : 'no answer', at: iso(probe.at), note: `${probe.probe!.detail} (${probe.probe!.ms} ms)` };
-  if (probe.probe!.ok) return j('busy', `nothing moved for ${s1(stalledMs)} s, but the deep probe was answered: a long step, not a wedge`, [frozen, pe, ...evidence], windowS, s1(stalledMs));
+  if (!probe)
+    return j(
+      'busy',
+      `nothing moved for ${s1(stalledMs)} s while it holds requests: probing before any verdict`,
+      [frozen, ...evidence],
+      windowS,
+      s1(stalledMs),
+      true,
+    );
+  const pe: Evidence = {
+    signal: 'probe',
+    value: probe.probe!.ok ? 'answered' : 'no answer',
+    at: iso(probe.at),
+    note: `${probe.probe!.detail} (${probe.probe!.ms} ms)`,
+  };
+  if (probe.probe!.ok)
+    return j(
+      'busy',
+      `nothing moved for ${s1(stalledMs)} s, but the deep probe was answered: a long step, not a wedge`,
+      [frozen, pe, ...evidence],
+      windowS,
+      s1(stalledMs),
+    );
   return j(
     'wedged',
     `nothing moved for ${s1(stalledMs)} s (window ${windowS} s) while it held requests, /health 200, and the deep probe was not answered`,
@@ -249,12 +383,19 @@ function stalled(rs: readonly Reading[], sinceIndex: number, stalledMs: number, 
 }
 
 /** Moving (or idle): healthy, busy, saturated or preempting. */
-function loadVerdict(rs: readonly Reading[], p: Policy, windowS: number, stalledMs: number, numbers: Evidence[]): Judgement {
+function loadVerdict(
+  rs: readonly Reading[],
+  p: Policy,
+  windowS: number,
+  stalledMs: number,
+  numbers: Evidence[],
+): Judgement {
   const r = rs[rs.length - 1]!;
   const m = r.metrics!;
   const at = iso(r.at);
   const base = metricReadings(rs).find((x) => x.at >= r.at - windowS * 1000)?.m;
-  const preempted = base && m.preemptions !== undefined && base.preemptions !== undefined ? m.preemptions - base.preemptions : 0;
+  const preempted =
+    base && m.preemptions !== undefined && base.preemptions !== undefined ? m.preemptions - base.preemptions : 0;
   if (preempted > 0)
     return j(
       'preempting',
@@ -264,7 +405,20 @@ function loadVerdict(rs: readonly Reading[], p: Policy, windowS: number, stalled
       s1(stalledMs),
     );
   if ((m.waiting ?? 0) > 0 || (m.kv ?? 0) >= p.kvSaturated)
-    return j('saturated', `${m.waiting ?? 0} waiting, KV cache ${Math.round((m.kv ?? 0) * 100)} %: at capacity, and moving`, numbers, windowS, s1(stalledMs));
-  if ((m.running ?? 0) > 0) return j('busy', `${m.running} running${stalledMs ? `, quiet for ${s1(stalledMs)} s of a ${windowS} s window` : ', moving'}`, numbers, windowS, s1(stalledMs));
+    return j(
+      'saturated',
+      `${m.waiting ?? 0} waiting, KV cache ${Math.round((m.kv ?? 0) * 100)} %: at capacity, and moving`,
+      numbers,
+      windowS,
+      s1(stalledMs),
+    );
+  if ((m.running ?? 0) > 0)
+    return j(
+      'busy',
+      `${m.running} running${stalledMs ? `, quiet for ${s1(stalledMs)} s of a ${windowS} s window` : ', moving'}`,
+      numbers,
+      windowS,
+      s1(stalledMs),
+    );
   return j('healthy', 'idle, API answering', numbers, windowS);
 }

@@ -34,7 +34,11 @@ describe('bench refuses a run no server could take, before any work', { timeout:
     ['--output-len 1000000000', ['--output-len', '1000000000'], /--output-len: 1000000000 is above 1048576/],
     ['--warmup 1000000000', ['--warmup', '1000000000'], /--warmup: 1000000000 is above 10000/],
     ['--requests 1000000000', ['--requests', '1000000000'], /--requests: 1000000000 is above 100000/],
-    ['--prefix-len + --input-len past the ceiling', ['--prefix-len', '1000000', '--input-len', '100000'], /--prefix-len 1000000 \+ --input-len 100000 is above 1048576/],
+    [
+      '--prefix-len + --input-len past the ceiling',
+      ['--prefix-len', '1000000', '--input-len', '100000'],
+      /--prefix-len 1000000 \+ --input-len 100000 is above 1048576/,
+    ],
   ];
   for (const [label, args, why] of huge) {
     it(`${label}: exit 2 at once, the server never contacted`, async () => {
@@ -50,15 +54,23 @@ describe('bench refuses a run no server could take, before any work', { timeout:
 
   it("a prompt past the server's max model len (its /v1/models): exit 2 naming it, before any prompt is built or sent", async () => {
     const before = await (await fetch(`${sim.url}/metrics`)).text();
-    const r = await cli(['bench', '--url', sim.url, '--requests', '2', '--input-len', '4000', '--output-len', '200'], { timeout: 30_000 });
+    const r = await cli(['bench', '--url', sim.url, '--requests', '2', '--input-len', '4000', '--output-len', '200'], {
+      timeout: 30_000,
+    });
     expect(r.exitCode, r.stderr).toBe(2);
     expect(r.stderr).toContain("above Qwen/Qwen3.5-9B's max model len 4096");
     expect(r.stderr).toMatch(/lower --input-len \(at most \d+ here\)/);
     const after = await (await fetch(`${sim.url}/metrics`)).text();
-    const reqs = (m: string) => m.split('\n').filter((l) => l.startsWith('vllm:request_success_total') || l.startsWith('vllm:prompt_tokens_total'));
+    const reqs = (m: string) =>
+      m
+        .split('\n')
+        .filter((l) => l.startsWith('vllm:request_success_total') || l.startsWith('vllm:prompt_tokens_total'));
     expect(reqs(after)).toEqual(reqs(before));
     // one that fits runs
-    const ok = await cli(['bench', '--url', sim.url, '--requests', '2', '--input-len', '64', '--output-len', '4', '--warmup', '0'], { timeout: 60_000 });
+    const ok = await cli(
+      ['bench', '--url', sim.url, '--requests', '2', '--input-len', '64', '--output-len', '4', '--warmup', '0'],
+      { timeout: 60_000 },
+    );
     expect(ok.exitCode, ok.stderr).toBe(0);
   });
 });

@@ -3,7 +3,18 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { cli, startSim, tempDir, rmrf, freePort, BIN, RUN_MARK, CHROMIUM, renderInChromium, type SimHandle } from '../helpers.js';
+import {
+  cli,
+  startSim,
+  tempDir,
+  rmrf,
+  freePort,
+  BIN,
+  RUN_MARK,
+  CHROMIUM,
+  renderInChromium,
+  type SimHandle,
+} from '../helpers.js';
 
 // A fixed time model: no cold start, prefill 2000 tok/s, decode 10 ms per token.
 const FIXED = ['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '10', '--max-model-len', '16384'];
@@ -23,7 +34,26 @@ describe('bench against the simulator', () => {
   it('reports vLLM-comparable numbers as JSON and a --save-result file with vLLM keys; lengths exact via /tokenize', async () => {
     const save = join(dir, 'a.json');
     const r = await cli(
-      ['bench', '--url', sim.url, '--requests', '12', '--concurrency', '3', '--input-len', '100', '--output-len', '8', '--warmup', '1', '--json', '--save-result', save, '--scrape-interval', '200'],
+      [
+        'bench',
+        '--url',
+        sim.url,
+        '--requests',
+        '12',
+        '--concurrency',
+        '3',
+        '--input-len',
+        '100',
+        '--output-len',
+        '8',
+        '--warmup',
+        '1',
+        '--json',
+        '--save-result',
+        save,
+        '--scrape-interval',
+        '200',
+      ],
       { timeout: 120_000 },
     );
     expect([0, 1]).toContain(r.exitCode); // 1 only when this loaded machine made the client invalid
@@ -83,9 +113,29 @@ describe('bench against the simulator', () => {
   }, 150_000);
 
   it('chat: TTFT waits for the first token (prefill), not the role chunk', async () => {
-    const r = await cli(['bench', '--url', sim.url, '--endpoint', 'chat', '--requests', '4', '--concurrency', '1', '--input-len', '200', '--output-len', '4', '--warmup', '0', '--json'], {
-      timeout: 120_000,
-    });
+    const r = await cli(
+      [
+        'bench',
+        '--url',
+        sim.url,
+        '--endpoint',
+        'chat',
+        '--requests',
+        '4',
+        '--concurrency',
+        '1',
+        '--input-len',
+        '200',
+        '--output-len',
+        '4',
+        '--warmup',
+        '0',
+        '--json',
+      ],
+      {
+        timeout: 120_000,
+      },
+    );
     const res = JSON.parse(String(r.stdout)).result;
     expect(res.completed).toBe(4);
     expect(res.total_input_tokens).toBe(800); // the chat template's tokens included, as /tokenize counted them
@@ -94,7 +144,24 @@ describe('bench against the simulator', () => {
 
   it("the human table carries the document's numbers (mean/P99 TTFT, req/s), the same as the JSON", async () => {
     const save = join(dir, 't.json');
-    const r = await cli(['bench', '--url', sim.url, '--requests', '8', '--concurrency', '4', '--input-len', '64', '--output-len', '4', '--save-result', save], { timeout: 120_000 });
+    const r = await cli(
+      [
+        'bench',
+        '--url',
+        sim.url,
+        '--requests',
+        '8',
+        '--concurrency',
+        '4',
+        '--input-len',
+        '64',
+        '--output-len',
+        '4',
+        '--save-result',
+        save,
+      ],
+      { timeout: 120_000 },
+    );
     const out = String(r.stdout);
     const saved = JSON.parse(readFileSync(save, 'utf8'));
     expect(out).toContain(`Mean TTFT                ${saved.mean_ttft_ms.toFixed(1)} ms`);
@@ -103,13 +170,50 @@ describe('bench against the simulator', () => {
   }, 150_000);
 
   it('goodput counts only requests inside every SLO', async () => {
-    const r = await cli(['bench', '--url', sim.url, '--requests', '6', '--concurrency', '2', '--input-len', '64', '--output-len', '4', '--goodput', 'ttft:1', '--json'], { timeout: 120_000 });
+    const r = await cli(
+      [
+        'bench',
+        '--url',
+        sim.url,
+        '--requests',
+        '6',
+        '--concurrency',
+        '2',
+        '--input-len',
+        '64',
+        '--output-len',
+        '4',
+        '--goodput',
+        'ttft:1',
+        '--json',
+      ],
+      { timeout: 120_000 },
+    );
     const res = JSON.parse(String(r.stdout)).result;
     expect(res.completed).toBe(6);
     expect(res.request_goodput).toBe(0); // nobody gets a first token within 1 ms of a 32 ms prefill
-    const r2 = await cli(['bench', '--url', sim.url, '--requests', '6', '--concurrency', '2', '--input-len', '64', '--output-len', '4', '--goodput', 'ttft:60000', 'e2el:60000', '--json'], {
-      timeout: 120_000,
-    });
+    const r2 = await cli(
+      [
+        'bench',
+        '--url',
+        sim.url,
+        '--requests',
+        '6',
+        '--concurrency',
+        '2',
+        '--input-len',
+        '64',
+        '--output-len',
+        '4',
+        '--goodput',
+        'ttft:60000',
+        'e2el:60000',
+        '--json',
+      ],
+      {
+        timeout: 120_000,
+      },
+    );
     const res2 = JSON.parse(String(r2.stdout)).result;
     expect(res2.request_goodput).toBeCloseTo(res2.request_throughput, 9);
   }, 150_000);
@@ -117,9 +221,33 @@ describe('bench against the simulator', () => {
   it('compare: verdicts per metric, exit 1 when B is worse', async () => {
     const a = join(dir, 'cmp-a.json');
     const b = join(dir, 'b-worse.json');
-    await cli(['bench', '--url', sim.url, '--requests', '4', '--concurrency', '2', '--input-len', '32', '--output-len', '4', '--save-result', a], { timeout: 120_000 });
+    await cli(
+      [
+        'bench',
+        '--url',
+        sim.url,
+        '--requests',
+        '4',
+        '--concurrency',
+        '2',
+        '--input-len',
+        '32',
+        '--output-len',
+        '4',
+        '--save-result',
+        a,
+      ],
+      { timeout: 120_000 },
+    );
     const base = JSON.parse(readFileSync(a, 'utf8'));
-    writeFileSync(b, JSON.stringify({ ...base, mean_ttft_ms: base.mean_ttft_ms * 2, request_throughput: base.request_throughput * 0.5 }));
+    writeFileSync(
+      b,
+      JSON.stringify({
+        ...base,
+        mean_ttft_ms: base.mean_ttft_ms * 2,
+        request_throughput: base.request_throughput * 0.5,
+      }),
+    );
     const same = await cli(['bench', 'compare', a, a, '--json']);
     expect(same.exitCode).toBe(0);
     expect(JSON.parse(String(same.stdout)).rows.every((x: { verdict: string }) => x.verdict === 'same')).toBe(true);
@@ -134,14 +262,53 @@ describe('bench against the simulator', () => {
   }, 60_000);
 
   it('--sweep raises concurrency from 1, charts it, and names the highest level meeting --slo', async () => {
-    const r = await cli(['bench', '--url', sim.url, '--sweep', '--sweep-max', '4', '--requests', '8', '--input-len', '32', '--output-len', '4', '--slo', 'ttft:60000', '--json'], { timeout: 180_000 });
+    const r = await cli(
+      [
+        'bench',
+        '--url',
+        sim.url,
+        '--sweep',
+        '--sweep-max',
+        '4',
+        '--requests',
+        '8',
+        '--input-len',
+        '32',
+        '--output-len',
+        '4',
+        '--slo',
+        'ttft:60000',
+        '--json',
+      ],
+      { timeout: 180_000 },
+    );
     const j = JSON.parse(String(r.stdout));
     expect(j.sweep.points.map((p: { level: number }) => p.level)).toEqual([1, 2, 4].slice(0, j.sweep.points.length));
     expect(j.sweep.points.length).toBeGreaterThanOrEqual(2);
     // the highest level meeting the (loose) SLO; a level this loaded machine made client-bound never counts
-    const eligible = j.sweep.points.filter((p: { valid: boolean; failed: number }) => p.valid && p.failed === 0).map((p: { level: number }) => p.level);
+    const eligible = j.sweep.points
+      .filter((p: { valid: boolean; failed: number }) => p.valid && p.failed === 0)
+      .map((p: { level: number }) => p.level);
     expect(j.sweep.best?.level ?? null).toBe(eligible.length ? Math.max(...eligible) : null);
-    const human = await cli(['bench', '--url', sim.url, '--sweep', '--sweep-max', '2', '--requests', '4', '--input-len', '32', '--output-len', '2', '--slo', 'ttft:0.001'], { timeout: 180_000 });
+    const human = await cli(
+      [
+        'bench',
+        '--url',
+        sim.url,
+        '--sweep',
+        '--sweep-max',
+        '2',
+        '--requests',
+        '4',
+        '--input-len',
+        '32',
+        '--output-len',
+        '2',
+        '--slo',
+        'ttft:0.001',
+      ],
+      { timeout: 180_000 },
+    );
     expect(human.exitCode).toBe(1);
     expect(String(human.stdout)).toContain('p99 TTFT (ms)');
     expect(String(human.stdout)).toContain('no level met the SLO');
@@ -149,11 +316,32 @@ describe('bench against the simulator', () => {
 
   it('Ctrl-C: sends nothing new, waits for requests in flight, reports the partial run', async () => {
     const save = join(dir, 'interrupted.json');
-    const p = execa(process.execPath, [BIN, 'bench', '--url', sim.url, '--requests', '200', '--concurrency', '2', '--input-len', '16', '--output-len', '40', '--warmup', '0', '--save-result', save], {
-      reject: false,
-      timeout: 120_000,
-      env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK },
-    });
+    const p = execa(
+      process.execPath,
+      [
+        BIN,
+        'bench',
+        '--url',
+        sim.url,
+        '--requests',
+        '200',
+        '--concurrency',
+        '2',
+        '--input-len',
+        '16',
+        '--output-len',
+        '40',
+        '--warmup',
+        '0',
+        '--save-result',
+        save,
+      ],
+      {
+        reject: false,
+        timeout: 120_000,
+        env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK },
+      },
+    );
     let err = '';
     p.stderr?.on('data', (d: Buffer) => (err += d.toString()));
     // the run has started once the progress says so (preparing prompts takes a while on a busy machine)
@@ -190,7 +378,25 @@ describe('bench failure handling', () => {
   it('failed requests are counted and classified, never averaged in', async () => {
     const sim = await startSim([...FIXED, '--sim-error-rate', '0.5', '--sim-error-types', 'rate_limit,server_error']);
     try {
-      const r = await cli(['bench', '--url', sim.url, '--requests', '20', '--concurrency', '4', '--input-len', '32', '--output-len', '4', '--warmup', '0', '--json'], { timeout: 120_000 });
+      const r = await cli(
+        [
+          'bench',
+          '--url',
+          sim.url,
+          '--requests',
+          '20',
+          '--concurrency',
+          '4',
+          '--input-len',
+          '32',
+          '--output-len',
+          '4',
+          '--warmup',
+          '0',
+          '--json',
+        ],
+        { timeout: 120_000 },
+      );
       const res = JSON.parse(String(r.stdout)).result;
       expect(res.failed).toBeGreaterThan(0);
       expect(res.completed + res.failed).toBe(20);
@@ -205,9 +411,29 @@ describe('bench failure handling', () => {
   it('a hung request ends at its own deadline', async () => {
     const sim = await startSim([...FIXED, '--sim-fault', 'zombie-after:2']);
     try {
-      const r = await cli(['bench', '--url', sim.url, '--requests', '3', '--concurrency', '3', '--input-len', '16', '--output-len', '2', '--warmup', '0', '--request-timeout', '1500ms', '--json'], {
-        timeout: 120_000,
-      });
+      const r = await cli(
+        [
+          'bench',
+          '--url',
+          sim.url,
+          '--requests',
+          '3',
+          '--concurrency',
+          '3',
+          '--input-len',
+          '16',
+          '--output-len',
+          '2',
+          '--warmup',
+          '0',
+          '--request-timeout',
+          '1500ms',
+          '--json',
+        ],
+        {
+          timeout: 120_000,
+        },
+      );
       const res = JSON.parse(String(r.stdout)).result;
       expect(res.sparkctl.failures.timeout).toBeGreaterThanOrEqual(1);
       expect(res.completed + res.failed).toBe(3);
@@ -224,9 +450,28 @@ describe.skipIf(!existsSync(CHROMIUM))('bench --html in real headless Chromium',
     const dir = tempDir('sparkctl-bench-html-');
     try {
       const page = join(dir, 'bench.html');
-      const r = await cli(['bench', '--url', sim.url, '--requests', '10', '--concurrency', '2', '--input-len', '32', '--output-len', '6', '--scrape-interval', '100', '--html', page], {
-        timeout: 120_000,
-      });
+      const r = await cli(
+        [
+          'bench',
+          '--url',
+          sim.url,
+          '--requests',
+          '10',
+          '--concurrency',
+          '2',
+          '--input-len',
+          '32',
+          '--output-len',
+          '6',
+          '--scrape-interval',
+          '100',
+          '--html',
+          page,
+        ],
+        {
+          timeout: 120_000,
+        },
+      );
       expect(existsSync(page), String(r.stderr)).toBe(true);
       const html = readFileSync(page, 'utf8');
       expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=\s*"http/); // self-contained
@@ -249,11 +494,39 @@ describe('bench NAME: a server sparkctl serve started', () => {
     const port = await freePort();
     try {
       const s = await cli(
-        ['serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--no-prewarm', '--skip-preflight'],
+        [
+          'serve',
+          'qwen3.5-9b',
+          '--engine',
+          'sim',
+          '--set',
+          `server.port=${port}`,
+          '--set',
+          'server.host=127.0.0.1',
+          '--set',
+          'parallel.replicas=1',
+          '--no-prewarm',
+          '--skip-preflight',
+        ],
         { env, timeout: 120_000 },
       );
       expect(s.exitCode, String(s.stderr)).toBe(0);
-      const r = await cli(['bench', 'qwen3.5-9b', '--requests', '6', '--concurrency', '3', '--input-len', '64', '--output-len', '4', '--json'], { env, timeout: 120_000 });
+      const r = await cli(
+        [
+          'bench',
+          'qwen3.5-9b',
+          '--requests',
+          '6',
+          '--concurrency',
+          '3',
+          '--input-len',
+          '64',
+          '--output-len',
+          '4',
+          '--json',
+        ],
+        { env, timeout: 120_000 },
+      );
       const j = JSON.parse(String(r.stdout));
       expect(j.url).toBe(`http://127.0.0.1:${port}`);
       expect(j.model).toBe('Qwen/Qwen3.5-9B'); // the instance's served name (this profile serves its model id)

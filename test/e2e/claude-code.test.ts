@@ -19,7 +19,13 @@ const state = join(dir, 'state');
 const reqLog = join(dir, 'requests.jsonl');
 const marker = randomUUID();
 let port: number;
-const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_TIME_FACTOR: '0', SPARKCTL_SIM_REQUEST_LOG: reqLog });
+const env = () => ({
+  SPARKCTL_STATE_DIR: state,
+  SPARKCTL_TEST_CASE: marker,
+  SPARKCTL_SIM_LOAD_SECONDS: '0.2',
+  SPARKCTL_SIM_TIME_FACTOR: '0',
+  SPARKCTL_SIM_REQUEST_LOG: reqLog,
+});
 
 /** `eval "$(sparkctl client-env NAME --claude-code)"; claude -p PROMPT --output-format json` in a clean environment. */
 async function claude(name: string, prompt: string, cwd: string) {
@@ -31,7 +37,15 @@ async function claude(name: string, prompt: string, cwd: string) {
     reject: false,
     timeout: 120_000,
     extendEnv: false,
-    env: { PATH: process.env.PATH!, HOME: home, CLAUDE_CONFIG_DIR: join(home, '.claude'), DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', SPARKCTL_STATE_DIR: state, PROMPT: prompt },
+    env: {
+      PATH: process.env.PATH!,
+      HOME: home,
+      CLAUDE_CONFIG_DIR: join(home, '.claude'),
+      DISABLE_TELEMETRY: '1',
+      DISABLE_AUTOUPDATER: '1',
+      SPARKCTL_STATE_DIR: state,
+      PROMPT: prompt,
+    },
   });
   let out: Record<string, any> | undefined;
   try {
@@ -53,7 +67,20 @@ const requests = async () => {
 describe.skipIf(!!why)('Claude Code against the simulator, set up by client-env', { timeout: 240_000 }, () => {
   beforeAll(async () => {
     port = await freePort();
-    const r = await cli(['serve', 'qwen3.5-9b-code', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--no-prewarm'], { env: env(), timeout: 60_000 });
+    const r = await cli(
+      [
+        'serve',
+        'qwen3.5-9b-code',
+        '--engine',
+        'sim',
+        '--set',
+        `server.port=${port}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--no-prewarm',
+      ],
+      { env: env(), timeout: 60_000 },
+    );
     expect(r.exitCode, r.stderr).toBe(0);
   });
   afterAll(async () => {
@@ -67,16 +94,31 @@ describe.skipIf(!!why)('Claude Code against the simulator, set up by client-env'
     const before = (await requests()).length; // serve's own readiness probe
     const r = await claude('qwen3.5-9b-code', 'Say hello', work);
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
-    expect(r.out).toMatchObject({ type: 'result', subtype: 'success', is_error: false, num_turns: 1, stop_reason: 'end_turn' });
+    expect(r.out).toMatchObject({
+      type: 'result',
+      subtype: 'success',
+      is_error: false,
+      num_turns: 1,
+      stop_reason: 'end_turn',
+    });
     expect(String(r.out!.result).length).toBeGreaterThan(0);
     const log = (await requests()).slice(before);
     // Only what Claude Code 2.1.197 was measured to call: HEAD / and its turn. Model names as served ("/" included).
     expect(new Set(log.map((x) => `${x.method} ${x.url}`))).toEqual(new Set(CLAUDE_CODE.paths));
     const turn = log.find((x) => x.method === 'POST')!;
-    expect(turn).toMatchObject({ status: 200, model: 'Qwen/Qwen3.5-9B', stream: true, maxTokens: 32_000, tools: [...CLAUDE_CODE.firstRequest.tools] });
+    expect(turn).toMatchObject({
+      status: 200,
+      model: 'Qwen/Qwen3.5-9B',
+      stream: true,
+      maxTokens: 32_000,
+      tools: [...CLAUDE_CODE.firstRequest.tools],
+    });
     expect(turn.userAgent).toContain(`claude-cli/${CLAUDE_CODE.version}`);
     // the measured first-request size, within 3 % (its text carries the date and the folder)
-    expect(Math.abs(turn.promptTokens - CLAUDE_CODE.firstRequest.tokens.simulator) / CLAUDE_CODE.firstRequest.tokens.simulator).toBeLessThan(0.03);
+    expect(
+      Math.abs(turn.promptTokens - CLAUDE_CODE.firstRequest.tokens.simulator) /
+        CLAUDE_CODE.firstRequest.tokens.simulator,
+    ).toBeLessThan(0.03);
     expect(turn.toolsChars).toBe(CLAUDE_CODE.firstRequest.toolsChars);
   });
 
@@ -85,7 +127,11 @@ describe.skipIf(!!why)('Claude Code against the simulator, set up by client-env'
     mkdirSync(work);
     writeFileSync(join(work, 'notes.txt'), 'the secret word is pelican\n');
     const before = (await requests()).length;
-    const r = await claude('qwen3.5-9b-code', `Read the file ${join(work, 'notes.txt')} and tell me the secret word`, work);
+    const r = await claude(
+      'qwen3.5-9b-code',
+      `Read the file ${join(work, 'notes.txt')} and tell me the secret word`,
+      work,
+    );
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
     expect(r.out).toMatchObject({ is_error: false, num_turns: 2 });
     expect(r.out!.result).toMatch(/^The tool returned: the secret word is pelican/);
@@ -98,7 +144,9 @@ describe.skipIf(!!why)('Claude Code against the simulator, set up by client-env'
     const r = await cli(['probe', 'qwen3.5-9b-code', '--client', 'claude-code', '--json'], { env: env() });
     const client = JSON.parse(r.stdout).results[0].steps.find((s: { step: string }) => s.step === 'client');
     expect(client, r.stdout).toMatchObject({ status: 'pass' });
-    expect(client.detail).toMatch(/a Read call with \{"file_path":"\/etc\/hostname"\}, stop_reason tool_use; 32000 output tokens a turn/);
+    expect(client.detail).toMatch(
+      /a Read call with \{"file_path":"\/etc\/hostname"\}, stop_reason tool_use; 32000 output tokens a turn/,
+    );
     const oa = await cli(['probe', 'qwen3.5-9b-code', '--client', 'openai', '--json'], { env: env() });
     expect(JSON.parse(oa.stdout).results[0].steps.find((s: { step: string }) => s.step === 'client')).toMatchObject({
       status: 'pass',
@@ -109,7 +157,12 @@ describe.skipIf(!!why)('Claude Code against the simulator, set up by client-env'
 
 describe.skipIf(!!why)("the document's 16,384-token profile: what Claude Code would meet", { timeout: 120_000 }, () => {
   const state2 = join(dir, 'state16k');
-  const env2 = () => ({ SPARKCTL_STATE_DIR: state2, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_TIME_FACTOR: '0' });
+  const env2 = () => ({
+    SPARKCTL_STATE_DIR: state2,
+    SPARKCTL_TEST_CASE: marker,
+    SPARKCTL_SIM_LOAD_SECONDS: '0.2',
+    SPARKCTL_SIM_TIME_FACTOR: '0',
+  });
   let p: number;
   beforeAll(async () => {
     p = await freePort();
@@ -143,8 +196,12 @@ describe.skipIf(!!why)("the document's 16,384-token profile: what Claude Code wo
   it('probe --client claude-code fails naming the context; client-env refuses with the fix', async () => {
     const r = await cli(['probe', 'qwen3.5-9b-0', '--client', 'claude-code'], { env: env2() });
     expect(r.exitCode).toBe(1);
-    expect(r.stdout).toMatch(/client fail: .*Claude Code would see "API Error: 500 max_completion_tokens=32000 cannot be greater than max_model_len=max_total_tokens=16384/);
-    expect(r.stdout).toMatch(/and retry it \(8 attempts in 100 s: the session looks hung\): the served context of 16384 tokens cannot hold its request/);
+    expect(r.stdout).toMatch(
+      /client fail: .*Claude Code would see "API Error: 500 max_completion_tokens=32000 cannot be greater than max_model_len=max_total_tokens=16384/,
+    );
+    expect(r.stdout).toMatch(
+      /and retry it \(8 attempts in 100 s: the session looks hung\): the served context of 16384 tokens cannot hold its request/,
+    );
     const e = await cli(['client-env', 'qwen3.5-9b-0', '--claude-code'], { env: env2() });
     expect([e.exitCode, e.stdout]).toEqual([2, '']);
     expect(e.stderr).toMatch(/the served context of 16384 tokens cannot hold a Claude Code turn/);

@@ -9,7 +9,21 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
     expect(v.stdout).toMatch(/^\d+\.\d+\.\d+$/);
     const h = await cli(['--help']);
     expect(h.exitCode).toBe(0);
-    for (const verb of ['serve', 'plan', 'profiles', 'preflight', 'collect', 'status', 'logs', 'stop', 'prewarm', 'probe', 'systemd', 'k8s', 'client-env']) {
+    for (const verb of [
+      'serve',
+      'plan',
+      'profiles',
+      'preflight',
+      'collect',
+      'status',
+      'logs',
+      'stop',
+      'prewarm',
+      'probe',
+      'systemd',
+      'k8s',
+      'client-env',
+    ]) {
       expect(h.stdout).toContain(verb);
     }
     expect(h.stdout).toContain('Exit codes');
@@ -47,20 +61,53 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
     expect(j.runtime).toBe('host');
     // no router: in the profile and no --router: null (with one: its bind, servers, stats, config)
     expect(j.router).toBeNull();
-    expect(j).toMatchObject({ version: 1, kind: 'launch-plan', profile: 'qwen-prod', host: { gpus: 8, source: 'flag' } });
+    expect(j).toMatchObject({
+      version: 1,
+      kind: 'launch-plan',
+      profile: 'qwen-prod',
+      host: { gpus: 8, source: 'flag' },
+    });
     expect(Object.keys(j.replicas[0])).toEqual(['name', 'argv', 'env', 'port', 'gpus', 'logFile']);
     expect(j.replicas[0].argv[0]).toBe('vllm');
     // vLLM's start caches point into sparkctl's folder for this profile and vLLM version (engine/caches.ts)
-    const { VLLM_CACHE_ROOT, TRITON_CACHE_DIR, FLASHINFER_WORKSPACE_BASE, CUDA_CACHE_PATH, TORCHINDUCTOR_CACHE_DIR, ...rest } = j.replicas[0].env;
+    const {
+      VLLM_CACHE_ROOT,
+      TRITON_CACHE_DIR,
+      FLASHINFER_WORKSPACE_BASE,
+      CUDA_CACHE_PATH,
+      TORCHINDUCTOR_CACHE_DIR,
+      ...rest
+    } = j.replicas[0].env;
     expect(rest).toEqual({ CUDA_VISIBLE_DEVICES: '0,1,2,3', VLLM_API_KEY: '$QWEN_PROD_API_KEY' });
-    for (const v of [VLLM_CACHE_ROOT, TRITON_CACHE_DIR, FLASHINFER_WORKSPACE_BASE, CUDA_CACHE_PATH, TORCHINDUCTOR_CACHE_DIR]) expect(v.startsWith(`${j.caches.dir}/`)).toBe(true);
+    for (const v of [
+      VLLM_CACHE_ROOT,
+      TRITON_CACHE_DIR,
+      FLASHINFER_WORKSPACE_BASE,
+      CUDA_CACHE_PATH,
+      TORCHINDUCTOR_CACHE_DIR,
+    ])
+      expect(v.startsWith(`${j.caches.dir}/`)).toBe(true);
     expect(j.caches.dir).toMatch(/\/vllm\/qwen-prod\/[^/]+$/);
   });
 
   it('serve --dry-run --json --runtime container: each replica carries its container run argv, the key by name', async () => {
-    const r = await cli(['serve', 'qwen-prod', '--dry-run', '--json', '--gpus', '8', '--runtime', 'container', '--set', 'container.cli="docker"'], {
-      env: { QWEN_PROD_API_KEY: 'sk-very-secret-123' },
-    });
+    const r = await cli(
+      [
+        'serve',
+        'qwen-prod',
+        '--dry-run',
+        '--json',
+        '--gpus',
+        '8',
+        '--runtime',
+        'container',
+        '--set',
+        'container.cli="docker"',
+      ],
+      {
+        env: { QWEN_PROD_API_KEY: 'sk-very-secret-123' },
+      },
+    );
     expect(r.exitCode, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j.runtime).toBe('container');
@@ -72,12 +119,22 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
   });
 
   it('the key value never appears, even when the variable is set', async () => {
-    const r = await cli(['serve', 'qwen-prod', '--dry-run', '--json'], { env: { QWEN_PROD_API_KEY: 'sk-very-secret-123' } });
+    const r = await cli(['serve', 'qwen-prod', '--dry-run', '--json'], {
+      env: { QWEN_PROD_API_KEY: 'sk-very-secret-123' },
+    });
     expect(r.stdout + r.stderr).not.toContain('sk-very-secret-123');
   });
 
   it('bad input: exit 2, every problem named with its fix', async () => {
-    const r = await cli(['serve', 'qwen3.5-9b', '--dry-run', '--set', 'parallel.tensor=3', '--set', 'engine.maxModelLen=999999']);
+    const r = await cli([
+      'serve',
+      'qwen3.5-9b',
+      '--dry-run',
+      '--set',
+      'parallel.tensor=3',
+      '--set',
+      'engine.maxModelLen=999999',
+    ]);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('parallel.tensor: 3 does not divide 16 attention heads');
     expect(r.stderr).toContain('engine.maxModelLen: 999999 is above');
@@ -95,7 +152,9 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
   it('the 200B profile on one host is refused with the multi-node plan', async () => {
     const r = await cli(['serve', 'qwen3-200b', '--dry-run']);
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain('needs 32 GPUs (TP 8 x PP 4); this host has 8; it runs over 4 nodes (a nodes file: sparkctl plan qwen3-200b --nodes FILE plans it there)');
+    expect(r.stderr).toContain(
+      'needs 32 GPUs (TP 8 x PP 4); this host has 8; it runs over 4 nodes (a nodes file: sparkctl plan qwen3-200b --nodes FILE plans it there)',
+    );
   });
 
   it('plan: fits and the vLLM numbers; too long a context exits 2 with the largest that fits', async () => {

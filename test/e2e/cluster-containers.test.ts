@@ -11,7 +11,19 @@ import { imageMismatch, imageIdLine, parseImageId } from '../../src/engine/clust
 
 const nodes4 = join(FIXTURES, 'nodes-4.yaml');
 const plan = async (extra: string[]) => {
-  const r = await cli(['serve', 'qwen3-200b', '--nodes', nodes4, '--dry-run', '--json', '--set', 'engine.runtime=container', '--set', 'container.image=vllm/vllm-openai:v0.17.0', ...extra]);
+  const r = await cli([
+    'serve',
+    'qwen3-200b',
+    '--nodes',
+    nodes4,
+    '--dry-run',
+    '--json',
+    '--set',
+    'engine.runtime=container',
+    '--set',
+    'container.image=vllm/vllm-openai:v0.17.0',
+    ...extra,
+  ]);
   expect(r.exitCode, r.stderr).toBe(0);
   return JSON.parse(r.stdout);
 };
@@ -25,16 +37,47 @@ describe('containers over nodes, rendered', () => {
       const a: string[] = s.argv[0];
       expect(s.argv).toHaveLength(1);
       expect(a.slice(0, 3)).toEqual(['docker', 'run', '--detach']);
-      expect(a).toEqual(expect.arrayContaining(['--network', 'host', '--ipc=host', '--device', '/dev/infiniband', '--gpus', '"device=0,1,2,3,4,5,6,7"']));
+      expect(a).toEqual(
+        expect.arrayContaining([
+          '--network',
+          'host',
+          '--ipc=host',
+          '--device',
+          '/dev/infiniband',
+          '--gpus',
+          '"device=0,1,2,3,4,5,6,7"',
+        ]),
+      );
       expect(flagValue(a, '--ulimit')).toEqual(['memlock=-1', 'stack=67108864']);
-      expect(flagValue(a, '--env')).toEqual([`VLLM_HOST_IP=10.0.0.1${i}`, 'NCCL_SOCKET_IFNAME=ens1f0', 'GLOO_SOCKET_IFNAME=ens1f0']);
+      expect(flagValue(a, '--env')).toEqual([
+        `VLLM_HOST_IP=10.0.0.1${i}`,
+        'NCCL_SOCKET_IFNAME=ens1f0',
+        'GLOO_SOCKET_IFNAME=ens1f0',
+      ]);
       expect(a).toContain(`--volume`);
-      expect(flagValue(a, '--volume')).toEqual(['/home/ubuntu/.cache/huggingface:/root/.cache/huggingface:ro', '/models/qwen3-200b:/models/qwen3-200b:ro']);
+      expect(flagValue(a, '--volume')).toEqual([
+        '/home/ubuntu/.cache/huggingface:/root/.cache/huggingface:ro',
+        '/models/qwen3-200b:/models/qwen3-200b:ro',
+      ]);
       // vLLM's image starts `vllm serve` itself: only the arguments follow it, this node's rank among them
       const img = a.indexOf('vllm/vllm-openai:v0.17.0');
       expect(a.slice(img + 1, img + 2)).toEqual(['/models/qwen3-200b']);
-      expect(a.slice(a.indexOf('--nnodes'))).toEqual(['--nnodes', '4', '--node-rank', String(i), '--master-addr', '10.0.0.10', '--master-port', '29501', ...(i ? ['--headless'] : [])]);
-      expect(s.container).toMatchObject({ cli: 'docker', image: 'vllm/vllm-openai:v0.17.0', name: `sparkctl-qwen3-200b-rank${i}` });
+      expect(a.slice(a.indexOf('--nnodes'))).toEqual([
+        '--nnodes',
+        '4',
+        '--node-rank',
+        String(i),
+        '--master-addr',
+        '10.0.0.10',
+        '--master-port',
+        '29501',
+        ...(i ? ['--headless'] : []),
+      ]);
+      expect(s.container).toMatchObject({
+        cli: 'docker',
+        image: 'vllm/vllm-openai:v0.17.0',
+        name: `sparkctl-qwen3-200b-rank${i}`,
+      });
     }
   });
 
@@ -43,7 +86,13 @@ describe('containers over nodes, rendered', () => {
     expect(j.executor).toBe('ray');
     const head: string[][] = j.steps[0].argv;
     expect(head).toHaveLength(2);
-    expect(head[0]!.slice(-5)).toEqual(['--entrypoint', '/bin/bash', 'vllm/vllm-openai:v0.17.0', '-c', 'ray start --block --head --port 6379 --node-ip-address 10.0.0.10 --num-gpus 8']);
+    expect(head[0]!.slice(-5)).toEqual([
+      '--entrypoint',
+      '/bin/bash',
+      'vllm/vllm-openai:v0.17.0',
+      '-c',
+      'ray start --block --head --port 6379 --node-ip-address 10.0.0.10 --num-gpus 8',
+    ]);
     // exec'd through the image's shell: vLLM's pid kept for the stop, its output into the container's own log
     expect(head[1]!.slice(0, 10)).toEqual([
       'docker',
@@ -59,8 +108,12 @@ describe('containers over nodes, rendered', () => {
     ]);
     expect(head[1]).toEqual(expect.arrayContaining(['--distributed-executor-backend', 'ray']));
     expect(j.steps[3].argv).toHaveLength(1);
-    expect(j.steps[3].argv[0].at(-1)).toBe('ray start --block --address 10.0.0.10:6379 --node-ip-address 10.0.0.13 --num-gpus 8');
-    expect(j.steps[3].argv[0]).toEqual(expect.arrayContaining(['--network', 'host', '--device', '/dev/infiniband', '--ipc=host']));
+    expect(j.steps[3].argv[0].at(-1)).toBe(
+      'ray start --block --address 10.0.0.10:6379 --node-ip-address 10.0.0.13 --num-gpus 8',
+    );
+    expect(j.steps[3].argv[0]).toEqual(
+      expect.arrayContaining(['--network', 'host', '--device', '/dev/infiniband', '--ipc=host']),
+    );
   });
 });
 
@@ -76,7 +129,13 @@ describe.skipIf(!!why)('containers over nodes, against the real podman', () => {
   beforeAll(async () => {
     prepare();
     sim = await buildSimImage(podman, work);
-    other = await derivedImage(podman, work, sim, ['LABEL io.sparkctl.test=other-build'], `localhost/sparkctl-cluster-other-${process.pid}:1`);
+    other = await derivedImage(
+      podman,
+      work,
+      sim,
+      ['LABEL io.sparkctl.test=other-build'],
+      `localhost/sparkctl-cluster-other-${process.pid}:1`,
+    );
   }, 180_000);
   afterAll(async () => {
     for (const n of made) await podman(['rm', '-f', n]);
@@ -87,7 +146,16 @@ describe.skipIf(!!why)('containers over nodes, against the real podman', () => {
   it.each(['mp', 'ray'])(
     "podman's own parser takes every node's line (executor %s): it stops only at this machine's missing /dev/infiniband; without the node's devices and folders the container is created as rendered",
     async (executor) => {
-      const j = await plan(['--set', `parallel.executor=${executor}`, '--set', 'container.cli=podman', '--set', `container.image=${sim}`, '--engine', 'sim']);
+      const j = await plan([
+        '--set',
+        `parallel.executor=${executor}`,
+        '--set',
+        'container.cli=podman',
+        '--set',
+        `container.image=${sim}`,
+        '--engine',
+        'sim',
+      ]);
       for (const s of j.steps) {
         // run -> create (nothing starts), this machine's podman settings before the subcommand
         const a: string[] = s.argv[0]
@@ -105,11 +173,17 @@ describe.skipIf(!!why)('containers over nodes, against the real podman', () => {
         const c = JSON.parse((await podman(['container', 'inspect', s.container.name])).stdout)[0];
         const hc = c.HostConfig;
         expect(hc.NetworkMode).toBe('host');
-        // podman 4.3's inspect reports IpcMode "shareable" for a created container whatever was asked; its record of the command holds it
+        // podman 4.3's inspect reports IpcMode "shareable" for a created container whatever was asked; its record of
+        // the command holds it
         expect(c.Config.CreateCommand).toContain('--ipc=host');
-        expect(hc.Ulimits.find((u: { Name: string }) => u.Name === 'RLIMIT_MEMLOCK')).toMatchObject({ Soft: -1, Hard: -1 });
-        // Ray: run_cluster.sh's shape, as podman read it: bash runs `ray start --block` (podman 4.3 reports the entrypoint as one string)
-        if (executor === 'ray') expect([c.Config.Entrypoint, c.Config.Cmd].flat().slice(0, 3)).toEqual(['/bin/bash', '-c', s.argv[0].at(-1)]);
+        expect(hc.Ulimits.find((u: { Name: string }) => u.Name === 'RLIMIT_MEMLOCK')).toMatchObject({
+          Soft: -1,
+          Hard: -1,
+        });
+        // Ray: run_cluster.sh's shape, as podman read it: bash runs `ray start --block` (podman 4.3 reports the
+        // entrypoint as one string)
+        if (executor === 'ray')
+          expect([c.Config.Entrypoint, c.Config.Cmd].flat().slice(0, 3)).toEqual(['/bin/bash', '-c', s.argv[0].at(-1)]);
         await podman(['rm', '-f', s.container.name]);
       }
     },
@@ -120,7 +194,11 @@ describe.skipIf(!!why)('containers over nodes, against the real podman', () => {
     const id = (image: string) => {
       try {
         return parseImageId(
-          execFileSync('sh', ['-c', imageIdLine({ cli: 'podman', cliArgs: PODMAN, image })], { env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+          execFileSync('sh', ['-c', imageIdLine({ cli: 'podman', cliArgs: PODMAN, image })], {
+            env: { ...process.env, ...env },
+            encoding: 'utf8',
+            stdio: ['ignore', 'pipe', 'ignore'],
+          }),
         );
       } catch {
         return undefined;

@@ -4,7 +4,11 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import { cli, isolated, freePortRange } from '../helpers.js';
 import { simServe } from '../../scripts/lib/serve-args.mjs';
 
-const t = isolated({ prefix: 'sparkctl-colocate-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', QWEN_PROD_API_KEY: 'sk-colocate-test' } });
+const t = isolated({
+  prefix: 'sparkctl-colocate-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', QWEN_PROD_API_KEY: 'sk-colocate-test' },
+});
 let base: number;
 const serve = (profile: string, port: number, share: number) =>
   cli(['serve', profile, '--skip-preflight', ...simServe({ port, replicas: 1, gpu: 4, tensor: 2, share })], {
@@ -21,12 +25,16 @@ describe('several servers on one GPU when the plan says they fit', () => {
     expect(a.exitCode, a.stderr).toBe(0);
     const b = await serve('qwen-dev', base + 1, 0.45);
     expect(b.exitCode, b.stderr).toBe(0);
-    expect(b.stderr).toMatch(/qwen-dev-0: shares GPU 4 with qwen3\.5-9b-0: qwen3\.5-9b-0 36\.2 GiB \+ qwen-dev-0 36\.2 GiB = 72\.5 GiB of 79\.4 GiB/);
+    expect(b.stderr).toMatch(
+      /qwen-dev-0: shares GPU 4 with qwen3\.5-9b-0: qwen3\.5-9b-0 36\.2 GiB \+ qwen-dev-0 36\.2 GiB = 72\.5 GiB of 79\.4 GiB/,
+    );
     const c = await serve('qwen-prod', base + 2, 0.45);
     expect(c.exitCode).toBe(2);
     expect(c.stderr).toMatch(/= 108\.7 GiB, more than the 79\.4 GiB this GPU has for them/);
     // 0.08 x 79.4 GiB would not hold qwen-prod's own weights and reserve: that share was a fix that changed nothing
-    expect(c.stderr).toMatch(/no share of this GPU holds qwen-prod-0.s weights beside them; fix: sparkctl stop qwen-dev, then sparkctl stop qwen3\.5-9b/);
+    expect(c.stderr).toMatch(
+      /no share of this GPU holds qwen-prod-0.s weights beside them; fix: sparkctl stop qwen-dev, then sparkctl stop qwen3\.5-9b/,
+    );
     expect(c.stderr).not.toMatch(/gpuMemoryUtilization=0\.0/);
   }, 90_000);
 });

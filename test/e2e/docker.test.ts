@@ -10,7 +10,14 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { BIN, cli, freePort, tempDir, rmrf, waitFor, writeForeignEntry } from '../helpers.js';
 import { dockerUnavailable, importSimImage, startDockerd, type Dockerd } from '../docker.js';
-import { runArgv, inspectArgv, stopArgv, removeArgv, proveContainer, type ContainerSpec } from '../../src/engine/runtime/container.js';
+import {
+  runArgv,
+  inspectArgv,
+  stopArgv,
+  removeArgv,
+  proveContainer,
+  type ContainerSpec,
+} from '../../src/engine/runtime/container.js';
 import { classifyLog } from '../../src/engine/classify.js';
 
 const tag = `t${process.pid}`;
@@ -27,7 +34,10 @@ if (!why) {
   } else d = r;
 }
 if (why) console.warn(`docker suite skipped: ${why}`);
-else console.warn(`docker suite: dockerd answered in ${d!.startedMs} ms${d!.bridge ? `, bridge ${d!.bridge}` : ', no bridge (published ports not tested)'}`);
+else
+  console.warn(
+    `docker suite: dockerd answered in ${d!.startedMs} ms${d!.bridge ? `, bridge ${d!.bridge}` : ', no bridge (published ports not tested)'}`,
+  );
 afterAll(async () => {
   await d?.stop();
   if (work) rmrf(work);
@@ -36,12 +46,27 @@ let IMAGE = '';
 const docker = (args: string[]) => d!.docker(args);
 
 /** A profile for the simulator in the image; the docker settings come from the command line (--set). */
-function profileDir(name: string, port: number, over: Record<string, unknown> = {}, shutdownTimeoutSeconds = 10): string {
+function profileDir(
+  name: string,
+  port: number,
+  over: Record<string, unknown> = {},
+  shutdownTimeoutSeconds = 10,
+): string {
   const dir = join(work, `profiles-${name}`);
   mkdirSync(dir, { recursive: true });
   const p = {
     name,
-    model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, kvHeads: 4, headDim: 256, attentionHeads: 16, hiddenSize: 4096, weightBytesPerParam: 2, maxContext: 32768 },
+    model: {
+      id: 'Qwen/Qwen3.5-9B',
+      parameters: 9e9,
+      layers: 32,
+      kvHeads: 4,
+      headDim: 256,
+      attentionHeads: 16,
+      hiddenSize: 4096,
+      weightBytesPerParam: 2,
+      maxContext: 32768,
+    },
     engine: { vllmVersion: '0.25.0', maxModelLen: 4096 },
     server: { host: '127.0.0.1', port, shutdownTimeoutSeconds },
     // this sandbox's hard memlock limit refuses memlock=-1; a DGX host takes it
@@ -54,11 +79,40 @@ function profileDir(name: string, port: number, over: Record<string, unknown> = 
 const stateDir = join(work, 'state');
 const run = (args: string[]) => cli(args, { stateDir, env: { ...d!.env }, timeout: 90_000 });
 const DOCKER_SETS = ['--runtime', 'container', '--set', 'container.cli=docker', '--set', 'container.gpus=none'];
-const serve = (name: string, dir: string, extra: string[] = []) => run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', ...DOCKER_SETS, ...extra]);
+const serve = (name: string, dir: string, extra: string[] = []) =>
+  run([
+    'serve',
+    name,
+    '--profiles',
+    dir,
+    '--engine',
+    'sim',
+    '--no-prewarm',
+    '--sim-load-seconds',
+    '0.3',
+    ...DOCKER_SETS,
+    ...extra,
+  ]);
 /** every container of this daemon, running or not (the daemon is the suite's own) */
-const all = async () => ((await docker(['ps', '-a', '--format', '{{.Names}} {{.Label "io.sparkctl.state"}}'])).stdout as string).split('\n').filter(Boolean);
+const all = async () =>
+  ((await docker(['ps', '-a', '--format', '{{.Names}} {{.Label "io.sparkctl.state"}}'])).stdout as string)
+    .split('\n')
+    .filter(Boolean);
 const ours = async () => (await all()).filter((l) => l.endsWith(` ${stateDir}`)).map((l) => l.split(' ')[0]!);
-const sleeper = (name: string, extra: string[] = []) => docker(['run', '-d', '--network', 'host', '--name', name, ...extra, IMAGE, 'node', '-e', 'setTimeout(() => {}, 600000)']);
+const sleeper = (name: string, extra: string[] = []) =>
+  docker([
+    'run',
+    '-d',
+    '--network',
+    'host',
+    '--name',
+    name,
+    ...extra,
+    IMAGE,
+    'node',
+    '-e',
+    'setTimeout(() => {}, 600000)',
+  ]);
 const holdPort = async (port: number) => {
   const srv = createServer(() => {});
   await new Promise<void>((res, rej) => srv.once('error', rej).listen(port, '127.0.0.1', () => res()));
@@ -92,26 +146,53 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
       stopTimeoutS: 25,
       ulimits: {},
     };
-    const dk = (argv: string[], extra: Record<string, string> = {}) => execa(argv[0]!, argv.slice(1), { reject: false, timeout: 60_000, env: { ...d!.env, ...extra } });
+    const dk = (argv: string[], extra: Record<string, string> = {}) =>
+      execa(argv[0]!, argv.slice(1), { reject: false, timeout: 60_000, env: { ...d!.env, ...extra } });
     const inspect = async (id: string) => {
       const r = await dk(inspectArgv('docker', id));
-      return { stdout: r.stdout as string, notFound: r.exitCode !== 0 && /no such (container|object)/i.test(r.stderr as string) };
+      return {
+        stdout: r.stdout as string,
+        notFound: r.exitCode !== 0 && /no such (container|object)/i.test(r.stderr as string),
+      };
     };
     const r = await dk(runArgv(spec), { VLLM_API_KEY: 'sk-docker-test' });
     expect(r.exitCode, r.stderr as string).toBe(0);
     const id = (r.stdout as string).trim();
-    expect(await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200, 60_000, 100)).toBe(true);
-    expect((await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer sk-docker-test' } })).status).toBe(200);
-    expect((await dk(['docker', 'inspect', '--format', '{{json .Config.Cmd}} {{json .Args}}', id])).stdout).not.toContain('sk-docker-test');
-    expect(proveContainer({ containerId: id.slice(0, 12), marker: spec.marker }, await inspect(id))).toEqual({ state: 'alive', id });
-    expect(proveContainer({ containerId: id, marker: 'm-someone-else' }, await inspect(id))).toMatchObject({ state: 'unproven', code: 'other-marker' });
+    expect(
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200,
+        60_000,
+        100,
+      ),
+    ).toBe(true);
+    expect(
+      (await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer sk-docker-test' } }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await dk(['docker', 'inspect', '--format', '{{json .Config.Cmd}} {{json .Args}}', id])).stdout,
+    ).not.toContain('sk-docker-test');
+    expect(proveContainer({ containerId: id.slice(0, 12), marker: spec.marker }, await inspect(id))).toEqual({
+      state: 'alive',
+      id,
+    });
+    expect(proveContainer({ containerId: id, marker: 'm-someone-else' }, await inspect(id))).toMatchObject({
+      state: 'unproven',
+      code: 'other-marker',
+    });
 
     const clash = await dk(runArgv(spec));
     expect(clash.exitCode).toBe(125);
-    expect(classifyLog(clash.stderr as string)).toMatchObject({ id: 'container-name-in-use', fix: expect.stringContaining(`docker rm ${spec.name}`) });
+    expect(classifyLog(clash.stderr as string)).toMatchObject({
+      id: 'container-name-in-use',
+      fix: expect.stringContaining(`docker rm ${spec.name}`),
+    });
     const missing = await dk(runArgv({ ...spec, name: `${spec.name}-i`, image: `localhost/sparkctl-absent:${tag}` }));
     expect(missing.exitCode).toBe(125);
-    expect(classifyLog(missing.stderr as string)).toMatchObject({ id: 'image-not-present', fix: expect.stringContaining(`docker pull localhost/sparkctl-absent:${tag}`) });
+    expect(classifyLog(missing.stderr as string)).toMatchObject({
+      id: 'image-not-present',
+      fix: expect.stringContaining(`docker pull localhost/sparkctl-absent:${tag}`),
+    });
     // a replica's GPUs on a daemon without the NVIDIA runtime (none here)
     const gpu = await dk(runArgv({ ...spec, name: `${spec.name}-g`, gpus: [0] }));
     expect(gpu.exitCode).toBe(125);
@@ -121,9 +202,14 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     expect(stop.exitCode, stop.stderr as string).toBe(0);
     // no deprecation warning of --time (docker 23+)
     expect(stop.stderr).toBe('');
-    expect(proveContainer({ containerId: id, marker: spec.marker }, await inspect(id))).toEqual({ state: 'exited', id });
+    expect(proveContainer({ containerId: id, marker: spec.marker }, await inspect(id))).toEqual({
+      state: 'exited',
+      id,
+    });
     // the simulator ended on SIGTERM by itself, not by the runtime's SIGKILL
-    expect(((await dk(['docker', 'inspect', '--format', '{{.State.ExitCode}}', id])).stdout as string).trim()).toBe('0');
+    expect(((await dk(['docker', 'inspect', '--format', '{{.State.ExitCode}}', id])).stdout as string).trim()).toBe(
+      '0',
+    );
     expect((await dk(removeArgv('docker', id))).exitCode).toBe(0);
     expect(proveContainer({ containerId: id, marker: spec.marker }, await inspect(id))).toEqual({ state: 'gone' });
   });
@@ -140,7 +226,9 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     const inst = st.instances.find((i: { name: string }) => i.name === `${name}-0`);
     expect(inst).toMatchObject({ alive: true, container: { cli: 'docker', name: `sparkctl-${name}-0` } });
     expect(inst.container.id).toMatch(/^[a-f0-9]{64}$/);
-    const labels = JSON.parse((await docker(['inspect', '--format', '{{json .Config.Labels}}', inst.container.id])).stdout as string);
+    const labels = JSON.parse(
+      (await docker(['inspect', '--format', '{{json .Config.Labels}}', inst.container.id])).stdout as string,
+    );
     expect(labels['io.sparkctl.instance']).toBe(inst.container.marker);
     if (d!.bridge) expect((await docker(['port', inst.container.id])).stdout).toContain(`127.0.0.1:${port}`);
     expect((await run(['status'])).stdout).toContain(inst.container.id.slice(0, 12));
@@ -150,7 +238,13 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'Qwen/Qwen3.5-9B', prompt: 'hello', max_tokens: 1000, ignore_eos: true, stream: true }),
+      body: JSON.stringify({
+        model: 'Qwen/Qwen3.5-9B',
+        prompt: 'hello',
+        max_tokens: 1000,
+        ignore_eos: true,
+        stream: true,
+      }),
     });
     // the stream is running (its first token came) before stop is asked; 1000 tokens (about 5 s of the
     // simulated H200's decode) outlast sparkctl's start-up, and drain well within the 30 s
@@ -168,7 +262,11 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     const stop = await run(['stop', name, '--json']);
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(await body).toContain('"finish_reason":"length"');
-    expect(JSON.parse(stop.stdout).stopped[0], stop.stdout).toMatchObject({ result: 'stopped', requests: { kind: 'drained', count: 1 }, removed: true });
+    expect(JSON.parse(stop.stdout).stopped[0], stop.stdout).toMatchObject({
+      result: 'stopped',
+      requests: { kind: 'drained', count: 1 },
+      removed: true,
+    });
     expect(await all()).toEqual([]);
     expect(readdirSync(join(stateDir, 'instances')).filter((f) => f.startsWith(name))).toEqual([]);
   });
@@ -177,24 +275,45 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     const port = await freePort();
     const name = `dk-k-${tag}`;
     const dir = profileDir(name, port);
-    const child = execa(process.execPath, [BIN, 'serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '20', ...DOCKER_SETS], {
-      reject: false,
-      env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...d!.env },
-    });
+    const child = execa(
+      process.execPath,
+      [
+        BIN,
+        'serve',
+        name,
+        '--profiles',
+        dir,
+        '--engine',
+        'sim',
+        '--no-prewarm',
+        '--sim-load-seconds',
+        '20',
+        ...DOCKER_SETS,
+      ],
+      {
+        reject: false,
+        env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...d!.env },
+      },
+    );
     expect(await waitFor(async () => (await ours()).includes(`sparkctl-${name}-0`), 60_000, 200)).toBe(true);
     child.kill('SIGKILL');
     await child;
     const st = await run(['status', '--json']);
     const inst = JSON.parse(st.stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
     expect(inst, st.stdout).toMatchObject({ alive: true, container: { name: `sparkctl-${name}-0` } });
-    // its entry lost as well: found from the launch ledger written before `run`, proven by the cid file's id and its marker
+    // its entry lost as well: found from the launch ledger written before `run`, proven by the cid file's id and its
+    // marker
     rmSync(join(stateDir, 'instances', `${name}-0.json`), { force: true });
     const st2 = await run(['status', '--json']);
     const orphan = JSON.parse(st2.stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
     const realId = ((await docker(['inspect', '--format', '{{.Id}}', `sparkctl-${name}-0`])).stdout as string).trim();
     expect(realId).toMatch(/^[a-f0-9]{64}$/);
     if (inst.container.id) expect(inst.container.id).toBe(realId);
-    expect(orphan, st2.stdout).toMatchObject({ alive: true, recovered: true, container: { id: realId, marker: inst.container.marker } });
+    expect(orphan, st2.stdout).toMatchObject({
+      alive: true,
+      recovered: true,
+      container: { id: realId, marker: inst.container.marker },
+    });
     const stop = await run(['stop', name]);
     expect(stop.exitCode, stop.stderr + stop.stdout).toBe(0);
     expect(await all()).toEqual([]);
@@ -208,10 +327,17 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
       expect(f.exitCode, f.stderr as string).toBe(0);
       const id = (f.stdout as string).trim();
       // an entry that names it (a tampered or stale record): the marker does not match its label
-      writeForeignEntry(stateDir, { name, replica: i, port, container: { cli: 'docker', cliArgs: [], name: `foreign-${i}-${tag}`, image: IMAGE, id } });
+      writeForeignEntry(stateDir, {
+        name,
+        replica: i,
+        port,
+        container: { cli: 'docker', cliArgs: [], name: `foreign-${i}-${tag}`, image: IMAGE, id },
+      });
       const stop = await run(['stop', `${name}-${i}`]);
       expect(stop.exitCode).not.toBe(0);
-      expect(stop.stdout + stop.stderr).toMatch(i === 0 ? /no io\.sparkctl\.instance label/ : /another instance's marker/);
+      expect(stop.stdout + stop.stderr).toMatch(
+        i === 0 ? /no io\.sparkctl\.instance label/ : /another instance's marker/,
+      );
       expect(((await docker(['inspect', '--format', '{{.State.Running}}', id])).stdout as string).trim()).toBe('true');
       await run(['stop', `${name}-${i}`, '--force-forget']);
       expect(((await docker(['inspect', '--format', '{{.State.Running}}', id])).stdout as string).trim()).toBe('true');
@@ -223,7 +349,9 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     const name = `dk-c-${tag}`;
     const r = await serve(name, profileDir(name, port));
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
-    const inst = JSON.parse((await run(['status', '--json'])).stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
+    const inst = JSON.parse((await run(['status', '--json'])).stdout).instances.find(
+      (i: { name: string }) => i.name === `${name}-0`,
+    );
     const snap = `sparkctl-snap-${tag}:1`;
     expect((await docker(['commit', inst.container.id, snap])).exitCode).toBe(0);
     const keep = ['--entrypoint', 'node'];
@@ -254,9 +382,12 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
       expect(m.exitCode, m.stderr as string).toBe(0);
       return (m.stdout as string).trim();
     });
-    const cloneLabels = JSON.parse((await docker(['inspect', '--format', '{{json .Config.Labels}}', ids[0]!])).stdout as string);
+    const cloneLabels = JSON.parse(
+      (await docker(['inspect', '--format', '{{json .Config.Labels}}', ids[0]!])).stdout as string,
+    );
     expect(cloneLabels['io.sparkctl.instance'], 'the copy carries our marker').toBe(inst.container.marker);
-    const running = async (id: string) => ((await docker(['inspect', '--format', '{{.State.Running}}', id])).stdout as string).trim();
+    const running = async (id: string) =>
+      ((await docker(['inspect', '--format', '{{.State.Running}}', id])).stdout as string).trim();
     // ours goes; then neither copy is shown, adopted, or stopped by the profile or by --all
     expect((await run(['stop', name])).exitCode).toBe(0);
     for (const args of [
@@ -285,7 +416,9 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain(`a container named ${cname} already exists`);
     expect(r.stderr).toContain(`docker rm ${cname}`);
-    expect(((await docker(['inspect', '--format', '{{.Id}} {{.State.Running}}', cname])).stdout as string).trim()).toBe(`${(f.stdout as string).trim()} true`);
+    expect(((await docker(['inspect', '--format', '{{.Id}} {{.State.Running}}', cname])).stdout as string).trim()).toBe(
+      `${(f.stdout as string).trim()} true`,
+    );
   });
 
   it('a missing image: preflight refuses it with the pull fix (exit 1); past preflight the launch fails classified (exit 4); nothing is left', async () => {
@@ -333,42 +466,78 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     }
   });
 
-  it.skipIf(!d?.bridge)("a published port taken (by another container; by a host process): docker's refusal is classified port-in-use, its created container removed", async () => {
-    const name = `dk-q-${tag}`;
-    const port = await freePort();
-    const other = await docker(['run', '-d', '--name', `holder-${tag}`, '--publish', `127.0.0.1:${port}:${port}`, IMAGE, 'node', '-e', 'setTimeout(() => {}, 600000)']);
-    expect(other.exitCode, other.stderr as string).toBe(0);
-    const r = await serve(name, profileDir(name, port, { network: 'publish' }), ['--skip-preflight']);
-    expect(r.exitCode, r.stderr + r.stdout).toBe(4);
-    expect(r.stdout + r.stderr).toMatch(/port is already in use/);
-    expect(await ours()).toEqual([]);
-    expect(await all()).toEqual([`holder-${tag} `]);
-
-    const port2 = await freePort();
-    let srv: Server | undefined;
-    try {
-      srv = await holdPort(port2);
-      const r2 = await serve(`${name}b`, profileDir(`${name}b`, port2, { network: 'publish' }), ['--skip-preflight']);
-      expect(r2.exitCode, r2.stderr + r2.stdout).toBe(4);
-      expect(r2.stdout + r2.stderr).toMatch(/port is already in use/);
+  it.skipIf(!d?.bridge)(
+    "a published port taken (by another container; by a host process): docker's refusal is classified port-in-use, its created container removed",
+    async () => {
+      const name = `dk-q-${tag}`;
+      const port = await freePort();
+      const other = await docker([
+        'run',
+        '-d',
+        '--name',
+        `holder-${tag}`,
+        '--publish',
+        `127.0.0.1:${port}:${port}`,
+        IMAGE,
+        'node',
+        '-e',
+        'setTimeout(() => {}, 600000)',
+      ]);
+      expect(other.exitCode, other.stderr as string).toBe(0);
+      const r = await serve(name, profileDir(name, port, { network: 'publish' }), ['--skip-preflight']);
+      expect(r.exitCode, r.stderr + r.stdout).toBe(4);
+      expect(r.stdout + r.stderr).toMatch(/port is already in use/);
       expect(await ours()).toEqual([]);
-    } finally {
-      srv?.close();
-    }
-  });
+      expect(await all()).toEqual([`holder-${tag} `]);
+
+      const port2 = await freePort();
+      let srv: Server | undefined;
+      try {
+        srv = await holdPort(port2);
+        const r2 = await serve(`${name}b`, profileDir(`${name}b`, port2, { network: 'publish' }), ['--skip-preflight']);
+        expect(r2.exitCode, r2.stderr + r2.stdout).toBe(4);
+        expect(r2.stdout + r2.stderr).toMatch(/port is already in use/);
+        expect(await ours()).toEqual([]);
+      } finally {
+        srv?.close();
+      }
+    },
+  );
 
   it('preflight with container.cli docker asks the real daemon: CLI, runtime and image pass; no nvidia runtime here fails with its fix unless gpus none', async () => {
     const dir = profileDir(`dk-pf-${tag}`, await freePort());
     const file = join(dir, `dk-pf-${tag}.yaml`);
     const pf = async (gpus: string) => {
-      const r = await run(['preflight', '--profile', file, '--only', 'container', '--json', '--set', 'engine.runtime=container', '--set', 'container.cli=docker', '--set', `container.gpus=${gpus}`]);
-      return Object.fromEntries(JSON.parse(r.stdout).checks.map((c: { id: string }) => [c.id, c])) as Record<string, { status: string; observed: string; fix?: string }>;
+      const r = await run([
+        'preflight',
+        '--profile',
+        file,
+        '--only',
+        'container',
+        '--json',
+        '--set',
+        'engine.runtime=container',
+        '--set',
+        'container.cli=docker',
+        '--set',
+        `container.gpus=${gpus}`,
+      ]);
+      return Object.fromEntries(JSON.parse(r.stdout).checks.map((c: { id: string }) => [c.id, c])) as Record<
+        string,
+        { status: string; observed: string; fix?: string }
+      >;
     };
     const id = ((await docker(['image', 'inspect', '--format', '{{.Id}}', IMAGE])).stdout as string).trim();
     const auto = await pf('auto');
-    expect(auto['container.cli']).toMatchObject({ status: 'pass', observed: expect.stringMatching(/^docker 20\.10\./) });
+    expect(auto['container.cli']).toMatchObject({
+      status: 'pass',
+      observed: expect.stringMatching(/^docker 20\.10\./),
+    });
     expect(auto['container.oci-runtime']).toMatchObject({ status: 'pass', observed: 'default runtime runc' });
-    expect(auto['container.image']).toMatchObject({ status: 'pass', observed: `${IMAGE} is present (${id.replace(/^sha256:/, '').slice(0, 12)})` });
+    expect(auto['container.image']).toMatchObject({
+      status: 'pass',
+      observed: `${IMAGE} is present (${id.replace(/^sha256:/, '').slice(0, 12)})`,
+    });
     expect(auto['container.toolkit.docker']).toMatchObject({
       status: 'fail',
       observed: 'docker info lists no nvidia runtime',

@@ -91,7 +91,9 @@ describe('a FIFO or device where a file is read: exit 2 at once, naming it', { t
   });
 });
 
-describe('a file created for a user: never over one without --force, never through a link', { timeout: 120_000 }, () => {
+describe('a file created for a user: never over one without --force, never through a link', {
+  timeout: 120_000,
+}, () => {
   const model = join(FIXTURES, 'models', 'llama-3.1-8b');
 
   it('profiles init --out refuses an existing profile (kept as it was); --force replaces it', async () => {
@@ -124,7 +126,10 @@ describe('a file created for a user: never over one without --force, never throu
   it("probe --prometheus into a missing folder: exit 2 and no folder made (its owner and mode are the operator's)", async () => {
     const d = fresh();
     hits = 0;
-    const r = await cli(['probe', '--url', url, '--no-history', '--prometheus', join(d, 'tf', 'sub', 'x.prom')], { ...QUICK, env: { SPARKCTL_STATE_DIR: join(d, 'state') } });
+    const r = await cli(['probe', '--url', url, '--no-history', '--prometheus', join(d, 'tf', 'sub', 'x.prom')], {
+      ...QUICK,
+      env: { SPARKCTL_STATE_DIR: join(d, 'state') },
+    });
     expect(r.exitCode, r.stderr).toBe(2);
     expect(r.stderr).toContain(`the folder ${join(d, 'tf', 'sub')} does not exist`);
     expect(existsSync(join(d, 'tf'))).toBe(false);

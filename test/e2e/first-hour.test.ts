@@ -9,7 +9,16 @@ const env = { SPARKCTL_STATE_DIR: state, SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARK
 const P = 'qwen3.5-9b-code';
 let port: number;
 let first: Awaited<ReturnType<typeof cli>>;
-const serveArgs = () => ['serve', P, '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1'];
+const serveArgs = () => [
+  'serve',
+  P,
+  '--engine',
+  'sim',
+  '--set',
+  `server.port=${port}`,
+  '--set',
+  'server.host=127.0.0.1',
+];
 
 describe('the first hour on the simulator', { timeout: 120_000 }, () => {
   beforeAll(async () => {
@@ -33,7 +42,13 @@ describe('the first hour on the simulator', { timeout: 120_000 }, () => {
     expect(JSON.stringify(servers).match(new RegExp(`"${P}-0"`, 'g'))?.length).toBe(1);
     const json = await cli([...serveArgs(), '--json'], { env });
     expect(json.exitCode).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ version: 1, kind: 'serve', status: 'healthy', alreadyRunning: true, replicas: [{ name: `${P}-0`, port }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      version: 1,
+      kind: 'serve',
+      status: 'healthy',
+      alreadyRunning: true,
+      replicas: [{ name: `${P}-0`, port }],
+    });
   });
 
   it('serve --foreground of a running profile refuses (exit 2) naming stop: it would not own those servers', async () => {
@@ -76,7 +91,9 @@ describe('the first hour on the simulator', { timeout: 120_000 }, () => {
     expect(weights.length).toBeLessThanOrEqual(2);
     if (weights.length === 2) expect(weights[1]).toBe('loading weights 100%');
     expect(first.stderr).toContain(`prewarm ${P}-0: warming up (round 1,`);
-    expect(first.stderr).toMatch(/serve took [\d.]+ m?s: [\d.]+ m?s until every replica was ready, [\d.]+ m?s of prewarm and probe/);
+    expect(first.stderr).toMatch(
+      /serve took [\d.]+ m?s: [\d.]+ m?s until every replica was ready, [\d.]+ m?s of prewarm and probe/,
+    );
   });
 
   it("client-env of a profile that is not running gives that profile's own address and name, with a warning", async () => {
@@ -93,6 +110,8 @@ describe('the first hour on the simulator', { timeout: 120_000 }, () => {
     for (let i = 0; i < 2; i++) expect((await cli(['probe', `${P}-0`, '--quiet'], { env })).exitCode).toBe(0);
     const r = await cli(['cost', `${P}-0`, '--since', '1h', '--gpu-hour-price', '2'], { env });
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/warning: only \d+ token\(s\) in this window: the price per 1M tokens multiplies their cost by [\d,]+/);
+    expect(r.stderr).toMatch(
+      /warning: only \d+ token\(s\) in this window: the price per 1M tokens multiplies their cost by [\d,]+/,
+    );
   });
 });

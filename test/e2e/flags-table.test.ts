@@ -114,7 +114,11 @@ const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['collect'], '--out-dir', [aFile, '/proc/x']],
   [() => ['client-env', 'qwen3.5-9b', '--openai'], '--host', ['a b', 'x;touch y', 'x\ny']],
   [() => ['bench', 'compare', aFile, aFile], '--threshold', ['-1', 'abc']],
-  [() => ['profiles', 'init', join(ROOT, 'test', 'fixtures', 'models', 'qwen3-gqa'), '--gpus', '1'], '--out', ['/dev/full', MISSING, aFile + '/x.yaml']],
+  [
+    () => ['profiles', 'init', join(ROOT, 'test', 'fixtures', 'models', 'qwen3-gqa'), '--gpus', '1'],
+    '--out',
+    ['/dev/full', MISSING, aFile + '/x.yaml'],
+  ],
   [() => ['profiles', 'init', join(ROOT, 'test', 'fixtures', 'models', 'qwen3-gqa')], '--gpus', BAD_COUNT],
   // profiles import: the recipe URL is the counting server, so a flag checked after the fetch shows as a hit
   [() => ['profiles', 'import', `${url}/r.yaml`], '--out', ['/dev/full', MISSING, aFile, aFile + '/x.yaml']],
@@ -137,8 +141,10 @@ describe('every bad value of every flag: exit 2 with the flag and the fix, befor
       const r = await run(argv);
       const label = `${argv.join(' ')}`;
       if (r.exitCode !== 2) failures.push(`${label}: exit ${r.exitCode} (${r.stderr.trim().split('\n')[0]})`);
-      else if (!r.stderr.includes(flag) && !(flag === '--set' && r.stderr.includes(value.split('=')[0]!))) failures.push(`${label}: the message does not name ${flag}: ${r.stderr.trim()}`);
-      else if (!/\n {2}- |Allowed choices|expected /.test(r.stderr)) failures.push(`${label}: no fix: ${r.stderr.trim()}`);
+      else if (!r.stderr.includes(flag) && !(flag === '--set' && r.stderr.includes(value.split('=')[0]!)))
+        failures.push(`${label}: the message does not name ${flag}: ${r.stderr.trim()}`);
+      else if (!/\n {2}- |Allowed choices|expected /.test(r.stderr))
+        failures.push(`${label}: no fix: ${r.stderr.trim()}`);
       if (hits) failures.push(`${label}: the server was contacted ${hits} time(s)`);
       if (existsSync(state)) {
         failures.push(`${label}: the state folder was written`);
@@ -149,9 +155,14 @@ describe('every bad value of every flag: exit 2 with the flag and the fix, befor
     expect(failures).toEqual([]);
   });
 
-  it('the same values pass where they are good (the table is not refusing everything)', { timeout: 60_000 }, async () => {
+  it('the same values pass where they are good (the table is not refusing everything)', {
+    timeout: 60_000,
+  }, async () => {
     expect((await run(['plan', 'qwen3.5-9b', '--gpus', '8'])).exitCode).toBe(0);
-    expect((await run(['k8s', 'qwen3.5-9b', '--namespace', 'llm', '--node-count', '2', '--set', 'parallel.executor=ray'])).exitCode).toBe(0);
+    expect(
+      (await run(['k8s', 'qwen3.5-9b', '--namespace', 'llm', '--node-count', '2', '--set', 'parallel.executor=ray']))
+        .exitCode,
+    ).toBe(0);
     const cost = await run(['cost', 'x', '--gpu-hour-price', '2.5', '--gpus', '2', '--utilization', '0.5']);
     expect(cost.exitCode, cost.stderr).toBe(1); // no history: a finding, not a flag problem
     rmrf(state);

@@ -50,7 +50,11 @@ describe.skipIf(!have)('admission through the real HAProxy', () => {
       retryAfterSeconds: 3,
       models: { a: { concurrency: 2, queue: 3 } },
     });
-    const plan = planGateway(s, [{ name: 'a-0', profile: 'a', servedName: 'model-a', host: '127.0.0.1', port, argv: [] }], state);
+    const plan = planGateway(
+      s,
+      [{ name: 'a-0', profile: 'a', servedName: 'model-a', host: '127.0.0.1', port, argv: [] }],
+      state,
+    );
     mkdirSync(plan.dir, { recursive: true });
     const f = renderFiles(plan);
     writeFileSync(plan.files.config, f.config);
@@ -75,7 +79,12 @@ describe.skipIf(!have)('admission through the real HAProxy', () => {
           body: JSON.stringify({ model: 'model-a', prompt: `p${i}` }),
           signal: AbortSignal.timeout(20_000),
         });
-        return { status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.text(), ms: Date.now() - sent };
+        return {
+          status: r.status,
+          retryAfter: r.headers.get('retry-after'),
+          body: await r.text(),
+          ms: Date.now() - sent,
+        };
       }),
     );
     const ok = burst.filter((b) => b.status === 200);

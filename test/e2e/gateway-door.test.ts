@@ -20,12 +20,20 @@ import { cli, isolated, freePortRange, waitFor, canSwitchToNobody, AS_NOBODY } f
 import { tempDir } from '../temp-dirs.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
-const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchToNobody() ? 'needs root and setpriv to run the attacker as uid 65534' : '';
+const skip = !existsSync(HAPROXY)
+  ? `${HAPROXY} is not installed (apt-get install haproxy)`
+  : !canSwitchToNobody()
+    ? 'needs root and setpriv to run the attacker as uid 65534'
+    : '';
 if (skip) console.warn(`gateway door e2e skipped: ${skip}`);
 
 const PROD_KEY = 'sk-prod-door-4242';
 const GW_KEY = 'sk-gateway-door-7171';
-const t = isolated({ prefix: 'sparkctl-gwdoor-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '10', QWEN_PROD_API_KEY: PROD_KEY, GW_KEY } });
+const t = isolated({
+  prefix: 'sparkctl-gwdoor-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '10', QWEN_PROD_API_KEY: PROD_KEY, GW_KEY },
+});
 
 // The attacker: a script nobody can read and run, in a folder of its own (0755).
 const ATTACKER = `
@@ -89,21 +97,49 @@ const lines = (c: ChildProcess) => {
 let base: number;
 const gw = () => `http://127.0.0.1:${base}`;
 const serve = (profile: string, port: number, extra: string[] = []) =>
-  cli(['serve', profile, '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', ...extra], {
-    env: t.env(),
-    timeout: 90_000,
-  });
+  cli(
+    [
+      'serve',
+      profile,
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=1',
+      ...extra,
+    ],
+    {
+      env: t.env(),
+      timeout: 90_000,
+    },
+  );
 const post = (body: object, headers: Record<string, string> = {}) =>
-  fetch(`${gw()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(`${gw()}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 const auth = { authorization: `Bearer ${GW_KEY}` };
 /** One request over the keeper's Unix socket, as root (what HAProxy is to it). */
 const overSocket = (socketPath: string, body: object, headers: Record<string, string> = {}) =>
   new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const r = request({ socketPath, method: 'POST', path: '/v1/completions', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const r = request(
+      {
+        socketPath,
+        method: 'POST',
+        path: '/v1/completions',
+        headers: { 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     r.on('error', reject);
     r.end(JSON.stringify(body));
   });
@@ -120,7 +156,8 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
     attackerDir = tempDir('sparkctl-attacker-');
     chmodSync(attackerDir, 0o755);
     writeFileSync(join(attackerDir, 'attacker.cjs'), ATTACKER, { mode: 0o644 });
-    // the state folder as a system install has it (/var/lib/sparkctl, 0755): the gateway's own folder must be what locks its doors
+    // the state folder as a system install has it (/var/lib/sparkctl, 0755): the gateway's own folder must be what
+    // locks its doors
     chmodSync(t.state, 0o755);
     base = await freePortRange(6);
     const a = await serve('qwen-prod', base + 3, ['--set', 'server.sleepMode=true']);
@@ -130,7 +167,10 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
   }, 200_000);
 
   it("another user reaches no model through the keeper: no port to reach, no socket to open, no header believed; the keeper adds a model's key only for the gateway's key", async () => {
-    const up = await cli(['gateway', 'up', '--port', String(base), '--api-key-env', 'GW_KEY', '--alias', 'prod=qwen-prod', '--json'], { env: t.env() });
+    const up = await cli(
+      ['gateway', 'up', '--port', String(base), '--api-key-env', 'GW_KEY', '--alias', 'prod=qwen-prod', '--json'],
+      { env: t.env() },
+    );
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
     const rec = JSON.parse(readFileSync(join(t.state, 'gateway', 'gateway.json'), 'utf8'));
     const socket = join(t.state, 'gateway', 'keeper.sock');
@@ -152,20 +192,42 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
     expect(got.keeperSocket).toEqual({ error: 'EACCES' });
 
     // the keeper itself (reached as HAProxy reaches it) believes no header and checks the gateway's key
-    const noKey = await overSocket(socket, { model: 'qwen-prod', prompt: 'hi', max_tokens: 2 }, { 'x-sparkctl-model': 'qwen-prod' });
+    const noKey = await overSocket(
+      socket,
+      { model: 'qwen-prod', prompt: 'hi', max_tokens: 2 },
+      { 'x-sparkctl-model': 'qwen-prod' },
+    );
     expect(noKey.status).toBe(401);
     expect(JSON.parse(noKey.text).error.type).toBe('AuthenticationError');
-    expect((await overSocket(socket, { model: 'qwen-prod', prompt: 'hi', max_tokens: 2 }, { authorization: 'Bearer sk-gateway-door-7170' })).status).toBe(401);
-    expect((await overSocket(socket, { model: 'qwen-prod', prompt: 'hi', max_tokens: 2 }, { 'x-api-key': PROD_KEY })).status).toBe(401);
+    expect(
+      (
+        await overSocket(
+          socket,
+          { model: 'qwen-prod', prompt: 'hi', max_tokens: 2 },
+          { authorization: 'Bearer sk-gateway-door-7170' },
+        )
+      ).status,
+    ).toBe(401);
+    expect(
+      (await overSocket(socket, { model: 'qwen-prod', prompt: 'hi', max_tokens: 2 }, { 'x-api-key': PROD_KEY })).status,
+    ).toBe(401);
     // with the gateway's key: the model named in the body, never the one in a header
-    const ok = await overSocket(socket, { model: 'qwen-dev', prompt: 'hi', max_tokens: 2 }, { ...auth, 'x-sparkctl-model': 'qwen-prod', 'x-sparkctl-backend': backend });
+    const ok = await overSocket(
+      socket,
+      { model: 'qwen-dev', prompt: 'hi', max_tokens: 2 },
+      { ...auth, 'x-sparkctl-model': 'qwen-prod', 'x-sparkctl-backend': backend },
+    );
     expect(ok.status, ok.text).toBe(200);
     expect(JSON.parse(ok.text).model).toBe('qwen-dev');
     // through the front door too: a client's internal header routes nothing
-    const front = await post({ model: 'qwen-dev', prompt: 'hi', max_tokens: 2 }, { ...auth, 'X-Sparkctl-Model': 'qwen-prod', 'X-Sparkctl-Backend': backend });
+    const front = await post(
+      { model: 'qwen-dev', prompt: 'hi', max_tokens: 2 },
+      { ...auth, 'X-Sparkctl-Model': 'qwen-prod', 'X-Sparkctl-Backend': backend },
+    );
     expect(front.status).toBe(200);
     expect(((await front.json()) as { model: string }).model).toBe('qwen-dev');
-    // and the routes that do go through the keeper work with the gateway's key: an alias (renamed, the model's key added)
+    // and the routes that do go through the keeper work with the gateway's key: an alias (renamed, the model's key
+    // added)
     const al = await post({ model: 'prod', prompt: 'hi', max_tokens: 2 }, auth);
     expect(al.status).toBe(200);
     expect(((await al.json()) as { model: string }).model).toBe('qwen-prod');
@@ -173,12 +235,21 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
   }, 90_000);
 
   it('a keeper that died is a 503 in OpenAI shape for the routes it served; whoever takes its old port gets nothing, and nobody can take its socket', async () => {
-    const up = await cli(['gateway', 'up', '--port', String(base), '--api-key-env', 'GW_KEY', '--alias', 'prod=qwen-prod', '--json'], { env: t.env() });
+    const up = await cli(
+      ['gateway', 'up', '--port', String(base), '--api-key-env', 'GW_KEY', '--alias', 'prod=qwen-prod', '--json'],
+      { env: t.env() },
+    );
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
     const { pid } = JSON.parse(up.stdout) as { pid: number };
     const socket = join(t.state, 'gateway', 'keeper.sock');
     process.kill(pid, 'SIGKILL');
-    expect(await waitFor(() => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z'), 5000, 20)).toBe(true);
+    expect(
+      await waitFor(
+        () => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z'),
+        5000,
+        20,
+      ),
+    ).toBe(true);
     // the attacker takes port + 2 (the waker's, on main) and tries the socket's path
     const thief = asNobody('listen', { wakerPort: base + 2, socket });
     const heard = lines(thief);
@@ -204,11 +275,16 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
   }, 90_000);
 
   it('a body past 256 KiB whose model comes after the prompt goes to that model (the keeper reads it); a body past 64 MiB is told so', async () => {
-    const up = await cli(['gateway', 'up', '--port', String(base), '--alias', 'prod=qwen-prod', '--json'], { env: t.env() });
+    const up = await cli(['gateway', 'up', '--port', String(base), '--alias', 'prod=qwen-prod', '--json'], {
+      env: t.env(),
+    });
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
     for (const model of ['qwen-dev', 'prod']) {
       // 400 KiB before the model (a field the server ignores: a prompt that long is past the simulator's context)
-      const r = await post({ prompt: 'hi', user: 'x'.repeat(400 * 1024), max_tokens: 2, model }, { authorization: `Bearer ${PROD_KEY}` });
+      const r = await post(
+        { prompt: 'hi', user: 'x'.repeat(400 * 1024), max_tokens: 2, model },
+        { authorization: `Bearer ${PROD_KEY}` },
+      );
       const text = await r.text();
       expect(r.status, text.slice(0, 300)).toBe(200);
       expect(JSON.parse(text).model).toBe(model === 'prod' ? 'qwen-prod' : model);
@@ -218,11 +294,15 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
     // sent once more on that, and the 413 is still what must come back)
     const big = { prompt: 'x'.repeat(65 * 1024 * 1024), model: 'qwen-dev' };
     const r = await post(big).catch(async (e: Error) => {
-      console.log(`gateway door: the 65 MiB post failed (${String((e.cause as Error | undefined)?.message ?? e.message)}): sent once more`);
+      console.log(
+        `gateway door: the 65 MiB post failed (${String((e.cause as Error | undefined)?.message ?? e.message)}): sent once more`,
+      );
       return post(big);
     });
     expect(r.status).toBe(413);
-    expect(((await r.json()) as { error: { message: string } }).error.message).toMatch(/over the 64 MiB .* send the model first/);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toMatch(
+      /over the 64 MiB .* send the model first/,
+    );
   }, 90_000);
 
   it('a socket or a port the gateway needs, held by another process: exit 4 naming it, its holder and the fix', async () => {

@@ -13,7 +13,11 @@ const HAPROXY = '/usr/sbin/haproxy';
 const have = existsSync(HAPROXY);
 if (!have) console.warn(`gateway keeper-path e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy)`);
 
-const t = isolated({ prefix: 'sparkctl-kpath-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
+const t = isolated({
+  prefix: 'sparkctl-kpath-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' },
+});
 let base: number;
 
 /** requests each replica finished, from its own /metrics */
@@ -41,13 +45,37 @@ describe.skipIf(!have)('gateway: what the keeper passes on gets the prefix hash 
   beforeAll(async () => {
     base = await freePortRange(8);
     const s = await cli(
-      ['serve', 'qwen-dev', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${base + 3}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=2', '--set', 'parallel.tensor=1'],
+      [
+        'serve',
+        'qwen-dev',
+        '--engine',
+        'sim',
+        '--no-prewarm',
+        '--set',
+        `server.port=${base + 3}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--set',
+        'parallel.replicas=2',
+        '--set',
+        'parallel.tensor=1',
+      ],
       { env: t.env(), timeout: 90_000 },
     );
     expect(s.exitCode, s.stderr + s.stdout).toBe(0);
     const cfg = join(t.state, 'gateway.yaml');
     // each replica runs one request at once, one more waits; 'dev' is an alias: the keeper renames it
-    writeFileSync(cfg, JSON.stringify({ gateway: { port: base, checkIntervalMs: 500, aliases: { dev: 'qwen-dev' }, models: { 'qwen-dev': { onDemand: false, concurrency: 1, queue: 1 } } } }));
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        gateway: {
+          port: base,
+          checkIntervalMs: 500,
+          aliases: { dev: 'qwen-dev' },
+          models: { 'qwen-dev': { onDemand: false, concurrency: 1, queue: 1 } },
+        },
+      }),
+    );
     const up = await cli(['gateway', 'up', '--config', cfg], { env: t.env() });
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
   }, 120_000);
@@ -70,13 +98,20 @@ describe.skipIf(!have)('gateway: what the keeper passes on gets the prefix hash 
     // was their server), and where each went (keeper_return's route line): 1 new, then 5 hits. Before,
     // the client-side line took the keeper for a replica (its "hits" were the keeper's), and no line said
     // which replica the keeper's requests reached
-    type U = { requests: number; withUsage: number; completion: number; prefix: { hit: number; spill: number; new: number } };
+    type U = {
+      requests: number;
+      withUsage: number;
+      completion: number;
+      prefix: { hit: number; spill: number; new: number };
+    };
     let u: U | undefined;
     const until = Date.now() + 15_000;
     while (Date.now() < until) {
       const st = await cli(['gateway', 'status', '--json'], { env: t.env() });
       expect(st.exitCode, st.stderr).toBe(0);
-      u = (JSON.parse(String(st.stdout)) as { models: Array<{ profile: string; usage?: U }> }).models.find((m) => m.profile === 'qwen-dev')?.usage;
+      u = (JSON.parse(String(st.stdout)) as { models: Array<{ profile: string; usage?: U }> }).models.find(
+        (m) => m.profile === 'qwen-dev',
+      )?.usage;
       if (u && u.requests >= 6 && u.prefix.hit + u.prefix.new + u.prefix.spill >= 6) break;
       await new Promise((r) => setTimeout(r, 300));
     }

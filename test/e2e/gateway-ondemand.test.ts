@@ -15,21 +15,39 @@ const HAPROXY = '/usr/sbin/haproxy';
 const have = existsSync(HAPROXY);
 if (!have) console.warn(`gateway on-demand e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy)`);
 
-const t = isolated({ prefix: 'sparkctl-ondemand-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '20' } });
+const t = isolated({
+  prefix: 'sparkctl-ondemand-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '20' },
+});
 let base: number;
 const gw = () => `http://127.0.0.1:${base}`;
 
-const serveArgs = (port: number, share: number, gpu: number, extra: string[] = []) => [...simServe({ port, gpu, share, replicas: 1, tensor: 1 }), ...extra];
+const serveArgs = (port: number, share: number, gpu: number, extra: string[] = []) => [
+  ...simServe({ port, gpu, share, replicas: 1, tensor: 1 }),
+  ...extra,
+];
 
 async function ask(model: string, o: { stream?: boolean; maxTokens?: number } = {}) {
   const r = await fetch(`${gw()}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, prompt: 'hello there', max_tokens: o.maxTokens ?? 4, ignore_eos: true, stream: Boolean(o.stream) }),
+    body: JSON.stringify({
+      model,
+      prompt: 'hello there',
+      max_tokens: o.maxTokens ?? 4,
+      ignore_eos: true,
+      stream: Boolean(o.stream),
+    }),
     signal: AbortSignal.timeout(120_000),
   });
   const text = await r.text();
-  return { status: r.status, retryAfter: r.headers.get('retry-after'), text, done: o.stream ? text.includes('data: [DONE]') : r.status === 200 };
+  return {
+    status: r.status,
+    retryAfter: r.headers.get('retry-after'),
+    text,
+    done: o.stream ? text.includes('data: [DONE]') : r.status === 200,
+  };
 }
 
 interface Swap {
@@ -60,7 +78,12 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
       'qwen-dev': { serve: serveArgs(base + 4, 0.6, 0) },
       'qwen3.5-9b-code': { serve: serveArgs(base + 5, 0.6, 2, ['--set', 'model.servedName=coder-b']) },
     };
-    writeFileSync(cfg, JSON.stringify({ gateway: { port: base, checkIntervalMs: 500, models, onDemand: { gpuMemory: '80GiB', startTimeout: '90s' } } }));
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        gateway: { port: base, checkIntervalMs: 500, models, onDemand: { gpuMemory: '80GiB', startTimeout: '90s' } },
+      }),
+    );
     const up = await cli(['gateway', 'up', '--config', cfg, '--json'], { env: t.env() });
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
   }, 60_000);
@@ -94,7 +117,11 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
         // qwen-dev was just started for this answer: the record gateway status reads says so already,
         // read the moment the answer ended (it was refreshed once a second: up to a second behind, more on a busy host)
         const rec = JSON.parse(readFileSync(join(t.state, 'gateway', 'gateway.json'), 'utf8'));
-        expect(rec.onDemand.find((m: { profile: string }) => m.profile === 'qwen-dev')).toMatchObject({ state: 'running', starts: 1, evictions: 0 });
+        expect(rec.onDemand.find((m: { profile: string }) => m.profile === 'qwen-dev')).toMatchObject({
+          state: 'running',
+          starts: 1,
+          evictions: 0,
+        });
       }
     }
     expect(
@@ -115,25 +142,60 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     // passed on: read once, right after the last answer, with no wait
     st = await status();
     // the envelope gateway status --json gives, pinned: its keys and each model's
-    expect(Object.keys(st).sort()).toEqual(['aliases', 'haproxyPid', 'kind', 'managed', 'models', 'pid', 'state', 'unattributed', 'url', 'usageRecorded', 'version']);
+    expect(Object.keys(st).sort()).toEqual([
+      'aliases',
+      'haproxyPid',
+      'kind',
+      'managed',
+      'models',
+      'pid',
+      'state',
+      'unattributed',
+      'url',
+      'usageRecorded',
+      'version',
+    ]);
     expect(st).toMatchObject({ version: 1, kind: 'gateway-status', state: 'running', usageRecorded: true });
     for (const m of st.models) {
-      expect(Object.keys(m).sort()).toEqual(['asleep', 'name', 'onDemand', 'profile', 'queued', 'servers', 'sleepMode', 'state', 'usage']);
+      expect(Object.keys(m).sort()).toEqual([
+        'asleep',
+        'name',
+        'onDemand',
+        'profile',
+        'queued',
+        'servers',
+        'sleepMode',
+        'state',
+        'usage',
+      ]);
       expect(Object.keys(m.onDemand).sort()).toEqual(expect.arrayContaining(['evictions', 'pinned', 'starts']));
     }
     const byProfile = Object.fromEntries(st.models.map((m: { profile: string }) => [m.profile, m]));
-    expect(byProfile['qwen3.5-9b']).toMatchObject({ state: 'running', onDemand: { pinned: true, evictions: 0, starts: 1 } });
+    expect(byProfile['qwen3.5-9b']).toMatchObject({
+      state: 'running',
+      onDemand: { pinned: true, evictions: 0, starts: 1 },
+    });
     expect(byProfile['qwen3.5-9b-code']).toMatchObject({ state: 'running', onDemand: { starts: 2, evictions: 1 } });
     expect(byProfile['qwen-dev']).toMatchObject({ state: 'stopped', onDemand: { starts: 2, evictions: 2 } });
     expect(byProfile['qwen-dev'].onDemand.lastStartMs).toBeGreaterThan(0);
     // each model's two answers counted as its own, those that waited for a start included: one JSON
     // answer with its usage (4 tokens), one stream that asked none (counted apart, not as tokens)
     const usageOf = (x: any) => Object.fromEntries(x.models.map((m: any) => [m.profile, m.usage]));
-    for (const end = Date.now() + 10_000; Object.values(usageOf(st)).some((u: any) => u.requests < 2) && Date.now() < end; ) {
+    for (
+      const end = Date.now() + 10_000;
+      Object.values(usageOf(st)).some((u: any) => u.requests < 2) && Date.now() < end;
+    ) {
       await new Promise((r) => setTimeout(r, 300));
       st = await status();
     }
-    for (const [p, u] of Object.entries(usageOf(st))) expect(u, p).toMatchObject({ requests: 2, withUsage: 1, completion: 4, streamsWithoutUsage: 1, otherWithoutUsage: 0 });
+    for (const [p, u] of Object.entries(usageOf(st)))
+      expect(u, p).toMatchObject({
+        requests: 2,
+        withUsage: 1,
+        completion: 4,
+        streamsWithoutUsage: 1,
+        otherWithoutUsage: 0,
+      });
   }, 300_000);
 
   it('no room while the only evictable model streams: 503 + Retry-After at once, the stream finishes; after it the same request starts its model; four at once start it once', async () => {
@@ -144,7 +206,9 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     const refused = await ask('qwen-dev');
     expect(refused.status).toBe(503);
     expect(refused.retryAfter).toBe('2');
-    expect(JSON.parse(refused.text).error.message).toMatch(/cannot be started now: .*qwen3\.5-9b pinned.*qwen3\.5-9b-code has \d+ request\(s\) in flight/);
+    expect(JSON.parse(refused.text).error.message).toMatch(
+      /cannot be started now: .*qwen3\.5-9b pinned.*qwen3\.5-9b-code has \d+ request\(s\) in flight/,
+    );
     expect(Date.now() - t0).toBeLessThan(5000);
     const l = await long;
     expect(l.status).toBe(200);
@@ -154,7 +218,10 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     const four = await Promise.all(Array.from({ length: 4 }, () => ask('qwen-dev', { stream: true })));
     // a failure says who answered what, and what HAProxy logged (its errors and state changes)
     const why = four.some((r) => r.status !== 200)
-      ? `${JSON.stringify(four.map((r) => [r.status, r.text.slice(0, 300)]))}\n${readFileSync(join(t.state, 'logs', 'gateway.log'), 'utf8')
+      ? `${JSON.stringify(four.map((r) => [r.status, r.text.slice(0, 300)]))}\n${readFileSync(
+          join(t.state, 'logs', 'gateway.log'),
+          'utf8',
+        )
           .split('\n')
           .filter((l) => !/^Proxy .* stopped|Health check/.test(l))
           .slice(-40)
@@ -178,7 +245,17 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
       'qwen-dev': { serve: serveArgs(base + 4, 0.6, 0, sleepy) },
       'qwen3.5-9b-code': { serve: serveArgs(base + 5, 0.6, 2, [...sleepy, '--set', 'model.servedName=coder-b']) },
     };
-    writeFileSync(cfg, JSON.stringify({ gateway: { port: base, checkIntervalMs: 500, models, onDemand: { gpuMemory: '80GiB', evict: 'sleep2', startTimeout: '90s' } } }));
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        gateway: {
+          port: base,
+          checkIntervalMs: 500,
+          models,
+          onDemand: { gpuMemory: '80GiB', evict: 'sleep2', startTimeout: '90s' },
+        },
+      }),
+    );
     const up = await cli(['gateway', 'up', '--config', cfg], { env: t.env() });
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
     const before = swaps().length;
@@ -198,7 +275,9 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     expect(byProfile['qwen-dev'].state).toBe('sleeping');
     expect(byProfile['qwen3.5-9b-code'].state).toBe('running');
     // both processes still registered: sleep frees the memory, not the process
-    const inst = JSON.parse(String((await cli(['status', '--json'], { env: t.env() })).stdout)).instances as Array<{ profile: string }>;
+    const inst = JSON.parse(String((await cli(['status', '--json'], { env: t.env() })).stdout)).instances as Array<{
+      profile: string;
+    }>;
     expect(inst.map((i) => i.profile).sort()).toEqual(['qwen-dev', 'qwen3.5-9b-code']);
   }, 300_000);
 });

@@ -39,11 +39,19 @@ const { dirs, procs, servers } = endedAfterAll();
  * parsed into `lines`), in a fresh state folder; resolved once its port answers and its first health
  * checks have run.
  */
-async function gatewayHaproxy(settings: object, replicas: Parameters<typeof planGateway>[1], env: Record<string, string> = {}) {
+async function gatewayHaproxy(
+  settings: object,
+  replicas: Parameters<typeof planGateway>[1],
+  env: Record<string, string> = {},
+) {
   const gwPort = await freePort();
   const state = tempDir('sparkctl-usage-filter-');
   dirs.push(state);
-  const plan = planGateway(GatewaySettings.parse({ port: gwPort, statsPort: await freePort(), checkIntervalMs: 500, ...settings }), replicas, state);
+  const plan = planGateway(
+    GatewaySettings.parse({ port: gwPort, statsPort: await freePort(), checkIntervalMs: 500, ...settings }),
+    replicas,
+    state,
+  );
   mkdirSync(plan.dir, { recursive: true });
   const lua = join(plan.dir, 'usage.lua');
   writeFileSync(lua, USAGE_LUA);
@@ -53,7 +61,10 @@ async function gatewayHaproxy(settings: object, replicas: Parameters<typeof plan
   writeFileSync(plan.files.map, f.map);
   writeFileSync(plan.files.aliasMap, f.aliases);
   writeFileSync(plan.files.unknown, f.unknown);
-  const h = spawn(HAPROXY, ['-q', '-db', '-f', plan.files.config], { stdio: ['ignore', 'ignore', 'inherit', 'pipe'], env: { ...process.env, ...env } });
+  const h = spawn(HAPROXY, ['-q', '-db', '-f', plan.files.config], {
+    stdio: ['ignore', 'ignore', 'inherit', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   procs.push(h);
   const lines: UsageLine[] = [];
   createInterface({ input: h.stdio[3] as NodeJS.ReadableStream }).on('line', (l) => {
@@ -66,13 +77,38 @@ async function gatewayHaproxy(settings: object, replicas: Parameters<typeof plan
 }
 
 const cases: Array<{ name: string; body: string; sse: boolean; want: Partial<UsageLine> }> = [
-  { name: 'completion.json', body: cap('completion.json'), sse: false, want: { prompt: 141, completion: 3, stream: false } },
+  {
+    name: 'completion.json',
+    body: cap('completion.json'),
+    sse: false,
+    want: { prompt: 141, completion: 3, stream: false },
+  },
   { name: 'chat.json', body: cap('chat.json'), sse: false, want: { prompt: 14, completion: 3, stream: false } },
-  { name: 'chat-stream.sse (include_usage)', body: chatStream, sse: true, want: { prompt: 14, completion: 3, stream: true } },
-  { name: 'chat-stream.sse without its usage chunk', body: chatStreamBare, sse: true, want: { prompt: undefined, completion: undefined, stream: true, chunks: 3 } },
+  {
+    name: 'chat-stream.sse (include_usage)',
+    body: chatStream,
+    sse: true,
+    want: { prompt: 14, completion: 3, stream: true },
+  },
+  {
+    name: 'chat-stream.sse without its usage chunk',
+    body: chatStreamBare,
+    sse: true,
+    want: { prompt: undefined, completion: undefined, stream: true, chunks: 3 },
+  },
   { name: 'messages.json', body: cap('messages.json'), sse: false, want: { prompt: 14, completion: 2, stream: false } },
-  { name: 'messages-stream.sse', body: cap('messages-stream.sse'), sse: true, want: { prompt: 14, completion: 2, stream: true } },
-  { name: 'a 500 (no usage)', body: cap('messages-error-500.json'), sse: false, want: { prompt: undefined, stream: false, status: 500 } },
+  {
+    name: 'messages-stream.sse',
+    body: cap('messages-stream.sse'),
+    sse: true,
+    want: { prompt: 14, completion: 2, stream: true },
+  },
+  {
+    name: 'a 500 (no usage)',
+    body: cap('messages-error-500.json'),
+    sse: false,
+    want: { prompt: undefined, stream: false, status: 500 },
+  },
 ];
 
 describe.skipIf(!have)('the usage filter in the real HAProxy, on real vLLM answers', () => {
@@ -84,7 +120,9 @@ describe.skipIf(!have)('the usage filter in the real HAProxy, on real vLLM answe
       req.resume();
       req.on('end', async () => {
         const c = current;
-        res.writeHead(c.name.includes('500') ? 500 : 200, { 'content-type': c.sse ? 'text/event-stream' : 'application/json' });
+        res.writeHead(c.name.includes('500') ? 500 : 200, {
+          'content-type': c.sse ? 'text/event-stream' : 'application/json',
+        });
         // 37-byte pieces, each written on its own: a usage object is cut between two of them
         const b = Buffer.from(c.body);
         for (let i = 0; i < b.length; i += 37) {
@@ -96,7 +134,9 @@ describe.skipIf(!have)('the usage filter in the real HAProxy, on real vLLM answe
     });
     servers.push(srv);
     await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
-    const { plan, gwPort, lines } = await gatewayHaproxy({}, [{ name: 'a-0', profile: 'a', servedName: 'tiny/qwen3-code', host: '127.0.0.1', port, argv: [] }]);
+    const { plan, gwPort, lines } = await gatewayHaproxy({}, [
+      { name: 'a-0', profile: 'a', servedName: 'tiny/qwen3-code', host: '127.0.0.1', port, argv: [] },
+    ]);
     for (const c of cases) {
       current = c;
       const n = lines.length;
@@ -109,7 +149,12 @@ describe.skipIf(!have)('the usage filter in the real HAProxy, on real vLLM answe
       expect(await r.text(), c.name).toBe(c.body);
       expect(await waitFor(async () => lines.length > n, 5000), `${c.name}: no filter line`).toBe(true);
       const u = lines[n]!;
-      expect(u, c.name).toMatchObject({ backend: plan.models[0]!.backend, server: 'a-0', status: c.want.status ?? 200, ...c.want });
+      expect(u, c.name).toMatchObject({
+        backend: plan.models[0]!.backend,
+        server: 'a-0',
+        status: c.want.status ?? 200,
+        ...c.want,
+      });
     }
     expect(lines.length).toBe(cases.length);
   }, 60_000);
@@ -153,11 +198,36 @@ describe.skipIf(!have)("HAProxy's own answers in the real HAProxy", () => {
     const bA = plan.models.find((m) => m.name === 'model-a')!.backend;
     const bB = plan.models.find((m) => m.name === 'model-b')!.backend;
     const steps: Array<{ name: string; send: () => Promise<Response>; status: number; line: Partial<UsageLine> }> = [
-      { name: 'no key: 401', send: () => post({ model: 'model-a', prompt: 'x' }, null), status: 401, line: { backend: '-', server: '-', status: 401 } },
-      { name: 'unknown model: 404', send: () => post({ model: 'nope', prompt: 'x' }), status: 404, line: { backend: '-', server: '-', status: 404 } },
-      { name: 'no model named: 400', send: () => post({ prompt: 'x' }), status: 400, line: { backend: '-', server: '-', status: 400 } },
-      { name: "model b's queue is full: 429", send: () => post({ model: 'model-b', prompt: 'x' }), status: 429, line: { backend: bB, server: '-', status: 429 } },
-      { name: 'model a answers: 200', send: () => post({ model: 'model-a', prompt: 'x' }), status: 200, line: { backend: bA, server: 'a-0', status: 200, prompt: 141 } },
+      {
+        name: 'no key: 401',
+        send: () => post({ model: 'model-a', prompt: 'x' }, null),
+        status: 401,
+        line: { backend: '-', server: '-', status: 401 },
+      },
+      {
+        name: 'unknown model: 404',
+        send: () => post({ model: 'nope', prompt: 'x' }),
+        status: 404,
+        line: { backend: '-', server: '-', status: 404 },
+      },
+      {
+        name: 'no model named: 400',
+        send: () => post({ prompt: 'x' }),
+        status: 400,
+        line: { backend: '-', server: '-', status: 400 },
+      },
+      {
+        name: "model b's queue is full: 429",
+        send: () => post({ model: 'model-b', prompt: 'x' }),
+        status: 429,
+        line: { backend: bB, server: '-', status: 429 },
+      },
+      {
+        name: 'model a answers: 200',
+        send: () => post({ model: 'model-a', prompt: 'x' }),
+        status: 200,
+        line: { backend: bA, server: 'a-0', status: 200, prompt: 141 },
+      },
     ];
     for (const st of steps) {
       const n = lines.length;
@@ -165,7 +235,11 @@ describe.skipIf(!have)("HAProxy's own answers in the real HAProxy", () => {
       await r.text();
       expect(r.status, st.name).toBe(st.status);
       expect(await waitFor(async () => lines.length > n, 5000), `${st.name}: no line`).toBe(true);
-      expect(lines[n], st.name).toMatchObject({ stream: false, ...st.line, ...(st.status === 200 ? {} : { route: '-', prompt: undefined, completion: undefined }) });
+      expect(lines[n], st.name).toMatchObject({
+        stream: false,
+        ...st.line,
+        ...(st.status === 200 ? {} : { route: '-', prompt: undefined, completion: undefined }),
+      });
     }
     await new Promise((r) => setTimeout(r, 300));
     expect(lines.length, JSON.stringify(lines)).toBe(steps.length);

@@ -22,11 +22,16 @@ const HAPROXY = '/usr/sbin/haproxy';
 const have = existsSync(HAPROXY);
 if (!have) console.warn(`gateway usage e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy)`);
 
-const t = isolated({ prefix: 'sparkctl-usage-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
+const t = isolated({
+  prefix: 'sparkctl-usage-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' },
+});
 let base: number;
 const gw = () => `http://127.0.0.1:${base}`;
 
-const serve = (profile: string, port: number, replicas: number, gpu: number) => cli(['serve', profile, ...simServe({ port, replicas, tensor: 1, gpu })], { env: t.env(), timeout: 90_000 });
+const serve = (profile: string, port: number, replicas: number, gpu: number) =>
+  cli(['serve', profile, ...simServe({ port, replicas, tensor: 1, gpu })], { env: t.env(), timeout: 90_000 });
 
 interface Told {
   prompt: number;
@@ -34,7 +39,10 @@ interface Told {
 }
 
 /** A request through the gateway; what usage the client itself was told (or undefined), and a stream's data chunks. */
-async function ask(model: string, o: { path?: string; stream?: boolean; includeUsage?: boolean; prompt?: string; maxTokens?: number } = {}) {
+async function ask(
+  model: string,
+  o: { path?: string; stream?: boolean; includeUsage?: boolean; prompt?: string; maxTokens?: number } = {},
+) {
   const path = o.path ?? '/v1/completions';
   const body: Record<string, unknown> =
     path === '/v1/chat/completions'
@@ -44,7 +52,13 @@ async function ask(model: string, o: { path?: string; stream?: boolean; includeU
         : { model, prompt: o.prompt ?? 'hello there' };
   Object.assign(body, { max_tokens: o.maxTokens ?? 5, ignore_eos: true, stream: Boolean(o.stream) });
   if (o.includeUsage) body.stream_options = { include_usage: true };
-  const r = await oneFetch(`${gw()}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(60_000), dispatcher: one });
+  const r = await oneFetch(`${gw()}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+    dispatcher: one,
+  });
   const text = await r.text();
   expect(r.status, text).toBe(200);
   let told: Told | undefined;
@@ -55,13 +69,18 @@ async function ask(model: string, o: { path?: string; stream?: boolean; includeU
       chunks++;
       const j = JSON.parse(line.slice(5));
       if (j.message?.usage) j.usage = j.message.usage;
-      if (j.usage?.prompt_tokens !== undefined) told = { prompt: j.usage.prompt_tokens, completion: j.usage.completion_tokens };
-      if (j.usage?.input_tokens !== undefined) told = { prompt: j.usage.input_tokens, completion: told?.completion ?? 0 };
+      if (j.usage?.prompt_tokens !== undefined)
+        told = { prompt: j.usage.prompt_tokens, completion: j.usage.completion_tokens };
+      if (j.usage?.input_tokens !== undefined)
+        told = { prompt: j.usage.input_tokens, completion: told?.completion ?? 0 };
       if (j.usage?.output_tokens !== undefined && told) told.completion = j.usage.output_tokens;
     }
   } else {
     const j = JSON.parse(text);
-    told = j.usage.prompt_tokens !== undefined ? { prompt: j.usage.prompt_tokens, completion: j.usage.completion_tokens } : { prompt: j.usage.input_tokens, completion: j.usage.output_tokens };
+    told =
+      j.usage.prompt_tokens !== undefined
+        ? { prompt: j.usage.prompt_tokens, completion: j.usage.completion_tokens }
+        : { prompt: j.usage.input_tokens, completion: j.usage.output_tokens };
   }
   return { told, chunks };
 }
@@ -79,7 +98,11 @@ interface Counts {
 const status = async () => {
   const r = await cli(['gateway', 'status', '--json'], { env: t.env() });
   expect(r.exitCode, r.stderr).toBe(0);
-  return JSON.parse(String(r.stdout)) as { usageRecorded: boolean; unattributed?: number; models: Array<{ name: string; profile: string; usage?: Counts }> };
+  return JSON.parse(String(r.stdout)) as {
+    usageRecorded: boolean;
+    unattributed?: number;
+    models: Array<{ name: string; profile: string; usage?: Counts }>;
+  };
 };
 /** the model's counts once the gateway has seen `n` answers (the keeper's record follows each second) */
 async function countsOnce(name: string, n: number): Promise<Counts> {
@@ -163,7 +186,11 @@ describe.skipIf(!have)('gateway: token usage per model and prefix hits, from the
     await reader.cancel();
     expect(got, 'the client left before the end').not.toContain('[DONE]');
     const cut = await countsOnce(model, n + 1);
-    expect({ requests: cut.requests, withUsage: cut.withUsage, streamsWithoutUsage: cut.streamsWithoutUsage }).toEqual({ requests: n + 1, withUsage: told.length, streamsWithoutUsage: 2 });
+    expect({ requests: cut.requests, withUsage: cut.withUsage, streamsWithoutUsage: cut.streamsWithoutUsage }).toEqual({
+      requests: n + 1,
+      withUsage: told.length,
+      streamsWithoutUsage: 2,
+    });
     expect(cut.chunksWithoutUsage).toBeGreaterThanOrEqual(bare.chunks + 3);
     expect(cut.prompt).toBe(c.prompt);
 
@@ -178,7 +205,9 @@ describe.skipIf(!have)('gateway: token usage per model and prefix hits, from the
     });
     expect(nf.status).toBe(404);
     await nf.text();
-    expect(await waitFor(async () => (await status()).unattributed === u0! + 1, 15_000), 'the 404 is counted').toBe(true);
+    expect(await waitFor(async () => (await status()).unattributed === u0! + 1, 15_000), 'the 404 is counted').toBe(
+      true,
+    );
     expect((await countsOnce(model, n + 1)).requests).toBe(n + 1);
   }, 120_000);
 
@@ -200,7 +229,11 @@ describe.skipIf(!have)('gateway: token usage per model and prefix hits, from the
     expect(c1.prompt).toBe(before.usage!.prompt + x.told!.prompt);
     expect(c1.completion).toBe(before.usage!.completion + 2);
     const c2 = await countsOnce(second!, 1);
-    expect({ requests: c2.requests, prompt: c2.prompt, completion: c2.completion }).toEqual({ requests: 1, prompt: y.told!.prompt, completion: 3 });
+    expect({ requests: c2.requests, prompt: c2.prompt, completion: c2.completion }).toEqual({
+      requests: 1,
+      prompt: y.told!.prompt,
+      completion: 3,
+    });
 
     const down = await cli(['gateway', 'down'], { env: t.env() });
     expect(down.exitCode, down.stderr).toBe(0);
@@ -209,7 +242,8 @@ describe.skipIf(!have)('gateway: token usage per model and prefix hits, from the
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Counts & { profile: string; model: string });
-    const sum = (p: string, k: 'prompt' | 'completion' | 'requests') => rows.filter((r) => r.profile === p).reduce((s, r) => s + r[k], 0);
+    const sum = (p: string, k: 'prompt' | 'completion' | 'requests') =>
+      rows.filter((r) => r.profile === p).reduce((s, r) => s + r[k], 0);
     expect(sum('qwen-dev', 'prompt')).toBe(c1.prompt);
     expect(sum('qwen-dev', 'completion')).toBe(c1.completion);
     expect(sum('qwen-dev', 'requests')).toBe(c1.requests);
@@ -220,8 +254,14 @@ describe.skipIf(!have)('gateway: token usage per model and prefix hits, from the
     for (const verb of ['report', 'cost']) {
       const r = await cli([verb, 'qwen-dev', '--json', '--gpu-hour-price', '2'], { env: t.env() });
       const j = JSON.parse(String(r.stdout));
-      // the stream without usage is the first case's; this case checks that cost and report carry what the gateway counted
-      expect(j.gateway, `${verb}: ${r.stdout}${r.stderr}`).toMatchObject({ requests: c1.requests, prompt: c1.prompt, completion: c1.completion, streamsWithoutUsage: c1.streamsWithoutUsage });
+      // the stream without usage is the first case's; this case checks that cost and report carry what the gateway
+      // counted
+      expect(j.gateway, `${verb}: ${r.stdout}${r.stderr}`).toMatchObject({
+        requests: c1.requests,
+        prompt: c1.prompt,
+        completion: c1.completion,
+        streamsWithoutUsage: c1.streamsWithoutUsage,
+      });
     }
     expect(existsSync(file)).toBe(true);
   }, 120_000);

@@ -16,17 +16,42 @@ if (!have) console.warn(`gateway e2e skipped: ${HAPROXY} is not installed (apt-g
 
 const PROD_KEY = 'sk-prod-test-4242';
 const GW_KEY = 'sk-gateway-test-7171';
-const t = isolated({ prefix: 'sparkctl-gateway-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '20', QWEN_PROD_API_KEY: PROD_KEY, GW_KEY } });
+const t = isolated({
+  prefix: 'sparkctl-gateway-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '20', QWEN_PROD_API_KEY: PROD_KEY, GW_KEY },
+});
 
 let base: number;
 const gw = () => `http://127.0.0.1:${base}`;
 const serve = (profile: string, port: number, extra: string[] = []) =>
-  cli(['serve', profile, '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', ...extra], {
-    env: t.env(),
-    timeout: 90_000,
-  });
+  cli(
+    [
+      'serve',
+      profile,
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=1',
+      ...extra,
+    ],
+    {
+      env: t.env(),
+      timeout: 90_000,
+    },
+  );
 const post = (body: object, key?: string, signal?: AbortSignal) =>
-  fetch(`${gw()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body), signal });
+  fetch(`${gw()}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: JSON.stringify(body),
+    signal,
+  });
 
 async function stream(model: string, maxTokens: number) {
   const res = await post({ model, prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true });
@@ -38,7 +63,11 @@ async function stream(model: string, maxTokens: number) {
 /** A stream read as it comes, until it ends or `signal` aborts it: whether it is still running, and its chunks. */
 function openStream(model: string, maxTokens: number, signal: AbortSignal) {
   const st = { running: true, chunks: 0, status: 0 };
-  const done = post({ model, prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }, undefined, signal)
+  const done = post(
+    { model, prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true },
+    undefined,
+    signal,
+  )
     .then(async (res) => {
       st.status = res.status;
       for await (const c of res.body as unknown as AsyncIterable<Uint8Array>)
@@ -69,7 +98,9 @@ async function load(model: string, perSecond: number, ms: number) {
       sentAt.push(Date.now());
       all.push(
         post({ model, prompt: 'hi there', max_tokens: 4 })
-          .then(async (r) => (r.status === 200 && ((await r.json()) as { choices?: unknown[] }).choices?.length === 1 ? 200 : r.status))
+          .then(async (r) =>
+            r.status === 200 && ((await r.json()) as { choices?: unknown[] }).choices?.length === 1 ? 200 : r.status,
+          )
           .catch(() => -1),
       );
     }
@@ -96,7 +127,10 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
   }, 240_000);
 
   it('routes by model, lists every model, answers an unknown one; stop/serve of one profile while another streams: 0 failed; idle sleep; wake on demand under load', async () => {
-    const up = await cli(['gateway', 'up', '--port', String(base), '--alias', 'coder=Qwen/Qwen3.5-9B', '--idle-sleep', '4s', '--json'], { env: t.env() });
+    const up = await cli(
+      ['gateway', 'up', '--port', String(base), '--alias', 'coder=Qwen/Qwen3.5-9B', '--idle-sleep', '4s', '--json'],
+      { env: t.env() },
+    );
     const upAt = Date.now();
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
     expect(JSON.parse(up.stdout)).toMatchObject({ kind: 'gateway', state: 'running', port: base });
@@ -123,12 +157,15 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     expect(unk.status).toBe(404);
     const ue = ((await unk.json()) as { error: { message: string; type: string; param: string } }).error;
     expect(ue).toMatchObject({ type: 'NotFoundError', param: 'model' });
-    expect(ue.message).toBe('The model `no"such` does not exist. Models served here: qwen-dev, qwen-prod, Qwen/Qwen3.5-9B, coder');
+    expect(ue.message).toBe(
+      'The model `no"such` does not exist. Models served here: qwen-dev, qwen-prod, Qwen/Qwen3.5-9B, coder',
+    );
     // several models and none named: 400 naming them
     expect((await post({ prompt: 'hi' })).status).toBe(400);
     // no key in any file the gateway wrote
     const dir = join(t.state, 'gateway');
-    for (const f of ['haproxy.cfg', 'models.map', 'models.json', 'gateway.json']) expect(readFileSync(join(dir, f), 'utf8')).not.toContain(PROD_KEY);
+    for (const f of ['haproxy.cfg', 'models.map', 'models.json', 'gateway.json'])
+      expect(readFileSync(join(dir, f), 'utf8')).not.toContain(PROD_KEY);
     expect(readFileSync(join(dir, 'haproxy.cfg'), 'utf8')).toContain("req.body,json_query('$.model')");
 
     // qwen-prod stopped and served again while qwen-dev streams and takes 10 req/s: a reload each time
@@ -174,7 +211,9 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     // still open (no request on it since the reload): one more is answered by the old worker
     if (answeredAtClose === undefined) {
       ask();
-      expect(await waitFor(() => answered() === sent, 5000, 20), 'the old worker answers the idle connection').toBe(true);
+      expect(await waitFor(() => answered() === sent, 5000, 20), 'the old worker answers the idle connection').toBe(
+        true,
+      );
     }
     // closed or not: every request sent on it was answered (CI: a keep-up request after the reload was
     // answered by the old worker, which then closed the connection, as the option makes it)
@@ -186,7 +225,10 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     // worker's count was read)
     await sleep(Math.max(0, reloadedAt + 2500 - Date.now()));
     const mid = JSON.parse((await cli(['gateway', 'status', '--json'], { env: t.env() })).stdout);
-    expect(s9b.st.running, `the stream on the sleep-mode model still runs (${s9b.st.chunks} chunks, status ${s9b.st.status})`).toBe(true);
+    expect(
+      s9b.st.running,
+      `the stream on the sleep-mode model still runs (${s9b.st.chunks} chunks, status ${s9b.st.status})`,
+    ).toBe(true);
     const m9b = mid.models.find((m: { name: string }) => m.name === 'Qwen/Qwen3.5-9B');
     expect(m9b).toMatchObject({ asleep: false });
     // and gateway status counts it: the old worker's count, over HAProxy's master CLI
@@ -196,35 +238,69 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     ).toBe(1);
     ac9b.abort();
     await s9b.done;
-    expect(await waitFor(async () => (await post({ model: 'qwen-prod', prompt: 'hi' }, PROD_KEY)).status === 404, 10_000, 200)).toBe(true);
+    expect(
+      await waitFor(
+        async () => (await post({ model: 'qwen-prod', prompt: 'hi' }, PROD_KEY)).status === 404,
+        10_000,
+        200,
+      ),
+    ).toBe(true);
     const again = await serve('qwen-prod', base + 5);
     expect(again.exitCode, again.stderr).toBe(0);
-    expect(await waitFor(async () => (await post({ model: 'qwen-prod', prompt: 'hi', max_tokens: 2 }, PROD_KEY)).status === 200, 15_000, 200)).toBe(true);
+    expect(
+      await waitFor(
+        async () => (await post({ model: 'qwen-prod', prompt: 'hi', max_tokens: 2 }, PROD_KEY)).status === 200,
+        15_000,
+        200,
+      ),
+    ).toBe(true);
     const s = await longStream;
     const l = await during;
-    console.log(`gateway: qwen-prod stopped and served again while qwen-dev streamed (${s.tokens} chunks) and took ${l.ok} requests at 10 req/s: ${l.failed.length} failed`);
+    console.log(
+      `gateway: qwen-prod stopped and served again while qwen-dev streamed (${s.tokens} chunks) and took ${l.ok} requests at 10 req/s: ${l.failed.length} failed`,
+    );
     expect(s.done).toBe(true);
     expect(l.failed).toEqual([]);
     // every request of the schedule sent and answered, some of them while the stop and its reload ran
     expect(l.ok).toBe(90);
-    expect(l.sentAt.filter((at) => at >= stopAt && at <= reloadedAt).length, 'requests sent between the stop and the reload').toBeGreaterThan(0);
+    expect(
+      l.sentAt.filter((at) => at >= stopAt && at <= reloadedAt).length,
+      'requests sent between the stop and the reload',
+    ).toBeGreaterThan(0);
     // HAProxy's master is the same process: reloads, not restarts
     expect(JSON.parse(readFileSync(join(dir, 'gateway.json'), 'utf8')).haproxyPid).toBe(haproxyPid);
     expect(readFileSync(join(t.state, 'logs', 'gateway-keeper.log'), 'utf8')).toMatch(/reloaded .*1 gone/);
 
     // the idle timer: no request to Qwen/Qwen3.5-9B for 4 s puts it to sleep
     const url9b = `http://127.0.0.1:${base + 3}`;
-    expect(await waitFor(async () => ((await (await fetch(`${url9b}/is_sleeping`)).json()) as { is_sleeping: boolean }).is_sleeping, 15_000, 250)).toBe(true);
+    expect(
+      await waitFor(
+        async () => ((await (await fetch(`${url9b}/is_sleeping`)).json()) as { is_sleeping: boolean }).is_sleeping,
+        15_000,
+        250,
+      ),
+    ).toBe(true);
     const st = JSON.parse((await cli(['gateway', 'status', '--json'], { env: t.env() })).stdout);
-    expect(st.models.find((m: { name: string }) => m.name === 'Qwen/Qwen3.5-9B')).toMatchObject({ asleep: true, sleepMode: true });
+    expect(st.models.find((m: { name: string }) => m.name === 'Qwen/Qwen3.5-9B')).toMatchObject({
+      asleep: true,
+      sleepMode: true,
+    });
     // wake on demand under load: 8 at once, by name and by alias, every one answered
     const t0 = Date.now();
-    const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => post({ model: i % 2 ? 'coder' : 'Qwen/Qwen3.5-9B', prompt: 'wake up', max_tokens: 3 })));
+    const burst = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        post({ model: i % 2 ? 'coder' : 'Qwen/Qwen3.5-9B', prompt: 'wake up', max_tokens: 3 }),
+      ),
+    );
     const wakeMs = Date.now() - t0;
-    console.log(`gateway: 8 requests to a sleeping model (idle sleep 4 s): ${burst.filter((r) => r.status === 200).length} x 200 in ${wakeMs} ms (the wake included)`);
+    console.log(
+      `gateway: 8 requests to a sleeping model (idle sleep 4 s): ${burst.filter((r) => r.status === 200).length} x 200 in ${wakeMs} ms (the wake included)`,
+    );
     expect(burst.map((r) => r.status)).toEqual(Array(8).fill(200));
     expect(((await (await fetch(`${url9b}/is_sleeping`)).json()) as { is_sleeping: boolean }).is_sleeping).toBe(false);
-    expect(readFileSync(join(t.state, 'logs', 'gateway-keeper.log'), 'utf8').match(/Qwen\/Qwen3\.5-9B: woken in/g)).toHaveLength(1);
+    expect(
+      readFileSync(join(t.state, 'logs', 'gateway-keeper.log'), 'utf8').match(/Qwen\/Qwen3\.5-9B: woken in/g),
+    ).toHaveLength(1);
 
     // client-env points a client at the gateway while it runs
     const ce = await cli(['client-env', 'qwen-dev', '--openai'], { env: t.env() });

@@ -12,7 +12,20 @@ const env = { SPARKCTL_STATE_DIR: state, SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARK
 const RUNNING = 'qwen3.5-9b-code';
 beforeAll(async () => {
   const port = await freePort();
-  const r = await cli(['serve', RUNNING, '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1'], { env });
+  const r = await cli(
+    [
+      'serve',
+      RUNNING,
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+    ],
+    { env },
+  );
   expect(r.exitCode, r.stderr).toBe(0);
 }, 90_000);
 afterAll(async () => {
@@ -23,7 +36,8 @@ afterAll(async () => {
 /** The argv of one ExecStart*= line (systemd's quoting: "..." with C escapes, %% and $$ doubled). */
 function execArgv(value: string): string[] {
   const out: string[] = [];
-  for (const m of value.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)) out.push((m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!).replace(/%%/g, '%').replace(/\$\$/g, '$'));
+  for (const m of value.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g))
+    out.push((m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]!).replace(/%%/g, '%').replace(/\$\$/g, '$'));
   return out;
 }
 
@@ -43,19 +57,23 @@ function runnable(args: string[]): string[] {
 }
 
 describe('generated command lines run clean on this version', { timeout: 120_000 }, () => {
-  it.each(['qwen3.5-9b', 'qwen-prod', 'qwen3.5-9b-code'])('systemd %s: ExecStart and ExecStartPost run without a deprecation warning', async (profile) => {
-    const unit = await cli(['systemd', profile], { env });
-    expect(unit.exitCode, unit.stderr).toBe(0);
-    const lines = sparkctlLines(unit.stdout);
-    expect(lines.map((l) => l[0])).toEqual(expect.arrayContaining(['serve', 'prewarm']));
-    for (const args of lines) {
-      const r = await cli(runnable(args), { env });
-      expect(r.stderr, args.join(' ')).not.toMatch(/deprecated|unknown option|goes in the next release/i);
-      if (args[1] === RUNNING || args[0] === 'serve') expect(r.exitCode, `${args.join(' ')}\n${r.stderr}`).toBe(0);
-      // not running here: the flags parsed, and the one refusal is that no server runs under that name
-      else expect(r.exitCode === 0 || /no running server/.test(r.stderr), `${args.join(' ')}\n${r.stderr}`).toBe(true);
-    }
-  });
+  it.each(['qwen3.5-9b', 'qwen-prod', 'qwen3.5-9b-code'])(
+    'systemd %s: ExecStart and ExecStartPost run without a deprecation warning',
+    async (profile) => {
+      const unit = await cli(['systemd', profile], { env });
+      expect(unit.exitCode, unit.stderr).toBe(0);
+      const lines = sparkctlLines(unit.stdout);
+      expect(lines.map((l) => l[0])).toEqual(expect.arrayContaining(['serve', 'prewarm']));
+      for (const args of lines) {
+        const r = await cli(runnable(args), { env });
+        expect(r.stderr, args.join(' ')).not.toMatch(/deprecated|unknown option|goes in the next release/i);
+        if (args[1] === RUNNING || args[0] === 'serve') expect(r.exitCode, `${args.join(' ')}\n${r.stderr}`).toBe(0);
+        // not running here: the flags parsed, and the one refusal is that no server runs under that name
+        else
+          expect(r.exitCode === 0 || /no running server/.test(r.stderr), `${args.join(' ')}\n${r.stderr}`).toBe(true);
+      }
+    },
+  );
 
   it("the cron script's probe line runs without a deprecation warning", async () => {
     const script = readFileSync(join(ROOT, 'scripts', 'cron-probe.sh'), 'utf8');

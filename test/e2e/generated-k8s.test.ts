@@ -60,15 +60,25 @@ function headerOnlyComments(text: string) {
 
 /** The LeaderWorkerSet CRD's v1 schema, every object closed (as kubectl --validate=strict refuses unknown fields). */
 function lwsValidator() {
-  const crd = yaml.load(readFileSync(join(FIXTURES, 'k8s', 'leaderworkerset.x-k8s.io_leaderworkersets.yaml'), 'utf8')) as any;
+  const crd = yaml.load(
+    readFileSync(join(FIXTURES, 'k8s', 'leaderworkerset.x-k8s.io_leaderworkersets.yaml'), 'utf8'),
+  ) as any;
   const schema = crd.spec.versions.find((v: any) => v.name === 'v1').schema.openAPIV3Schema;
   // The API server prunes fields a structural schema does not name; kubectl --validate=strict
   // refuses them. Closing every object with named properties makes ajv refuse them as well.
   const close = (s: any): any => {
     if (Array.isArray(s)) return s.map(close);
     if (!s || typeof s !== 'object') return s;
-    const o: any = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, close(pv)])) : close(v)]));
-    if (o.properties && o.additionalProperties === undefined && !o['x-kubernetes-preserve-unknown-fields']) o.additionalProperties = false;
+    const o: any = Object.fromEntries(
+      Object.entries(s).map(([k, v]) => [
+        k,
+        k === 'properties'
+          ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, close(pv)]))
+          : close(v),
+      ]),
+    );
+    if (o.properties && o.additionalProperties === undefined && !o['x-kubernetes-preserve-unknown-fields'])
+      o.additionalProperties = false;
     return o;
   };
   return new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(close(schema));
@@ -78,7 +88,18 @@ const valueAfter = (argv: string[], flag: string) => argv[argv.indexOf(flag) + 1
 
 describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () => {
   it('Deployment + Service: two documents, valid against the Kubernetes schemas, every value as written', async () => {
-    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--namespace', 'llm-prod', '--set', 'engine.vllmVersion="0.25.0"', '--image', 'registry.local:5000/vllm@sha256:' + 'a'.repeat(64)]);
+    const r = await cli([
+      'k8s',
+      'evil.x_1',
+      '--profiles',
+      profiles,
+      '--namespace',
+      'llm-prod',
+      '--set',
+      'engine.vllmVersion="0.25.0"',
+      '--image',
+      'registry.local:5000/vllm@sha256:' + 'a'.repeat(64),
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     headerOnlyComments(r.stdout);
     const docs = yaml.loadAll(r.stdout) as any[];
@@ -87,7 +108,8 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     new Service(docs[1]).validate();
     const c = docs[0].spec.template.spec.containers[0];
     const env = { VLLM_API_KEY: 'THE-SECRET', HOME: '/root' };
-    // an image of no known repository keeps its entrypoint (as the container runtime's run line does): vllm serve leads the args
+    // an image of no known repository keeps its entrypoint (as the container runtime's run line does): vllm serve leads
+    // the args
     expect(c.command).toBeUndefined();
     expect(c.args.slice(0, 2)).toEqual(['vllm', 'serve']);
     const args = c.args.slice(2).map((a: string) => k8sExpand(a, env));
@@ -109,7 +131,13 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     // the hostile served name reaches the program as written, the port is vLLM's in the pod, the key is never in it
     const cfg = join(dir, 'liveness-config.py');
     writeFileSync(cfg, `${live.exec.command[2].split('\n')[0]}\nimport json; print(json.dumps(C))\n`);
-    expect(JSON.parse((await execa('python3', [cfg])).stdout)).toEqual({ port: 8000, model: HOSTILE, window: 20, maxWindow: 600, probeTimeout: 10 });
+    expect(JSON.parse((await execa('python3', [cfg])).stdout)).toEqual({
+      port: 8000,
+      model: HOSTILE,
+      window: 20,
+      maxWindow: 600,
+      probeTimeout: 10,
+    });
     expect(live.exec.command[2]).not.toContain('THE-SECRET');
     expect(r.stdout).toMatch(/^# liveness: sparkctl watch's verdict/m);
   });
@@ -118,9 +146,12 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     const port = await freePort();
     const r = await cli(['k8s', 'qwen3.5-9b', '--set', `server.port=${port}`, '--set', 'engine.vllmVersion="0.25.0"']);
     expect(r.exitCode, r.stderr).toBe(0);
-    const cmd = (yaml.loadAll(r.stdout) as any[])[0].spec.template.spec.containers[0].livenessProbe.exec.command as string[];
+    const cmd = (yaml.loadAll(r.stdout) as any[])[0].spec.template.spec.containers[0].livenessProbe.exec
+      .command as string[];
     // run here, not in a container: its state file is this host's /tmp, removed with the case
-    const ran = await execa(cmd[0]!, cmd.slice(1), { reject: false, timeout: 30_000 }).finally(() => rmSync(`/tmp/sparkctl-liveness-${port}.json`, { force: true }));
+    const ran = await execa(cmd[0]!, cmd.slice(1), { reject: false, timeout: 30_000 }).finally(() =>
+      rmSync(`/tmp/sparkctl-liveness-${port}.json`, { force: true }),
+    );
     expect(ran.exitCode, ran.stderr).toBe(1);
     expect(JSON.parse(ran.stdout)).toMatchObject({ verdict: 'dead', why: '/health did not answer 200' });
   });
@@ -129,13 +160,27 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     const r = await cli(['k8s', 'qwen3.5-9b', '--set', 'watch.action=alert', '--set', 'engine.vllmVersion="0.25.0"']);
     expect(r.exitCode, r.stderr).toBe(0);
     const c = (yaml.loadAll(r.stdout) as any[])[0].spec.template.spec.containers[0];
-    expect(c.livenessProbe).toEqual({ httpGet: { path: '/health', port: 'http' }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 });
+    expect(c.livenessProbe).toEqual({
+      httpGet: { path: '/health', port: 'http' },
+      periodSeconds: 10,
+      timeoutSeconds: 5,
+      failureThreshold: 6,
+    });
     expect(r.stdout).toMatch(/^# liveness: GET \/health only \(watch\.action alert/m);
   });
 
   it('LeaderWorkerSet + Service: valid against the LWS CRD (unknown fields refused too); the leader runs exactly the argv', async () => {
     // Ray's LWS (executor mp is vLLM's own launch: its own case below)
-    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--node-count', '2', '--set', 'parallel.executor=ray']);
+    const r = await cli([
+      'k8s',
+      'evil.x_1',
+      '--profiles',
+      profiles,
+      '--node-count',
+      '2',
+      '--set',
+      'parallel.executor=ray',
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     headerOnlyComments(r.stdout);
     const docs = yaml.loadAll(r.stdout) as any[];
@@ -148,12 +193,18 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     expect(validate.errors ?? [], JSON.stringify(validate.errors?.slice(0, 5))).toEqual([]);
     expect(ok).toBe(true);
     // A broken LWS is refused by the same validator: the check can fail.
-    expect(validate({ ...lws, spec: { ...lws.spec, leaderWorkerTemplate: { ...lws.spec.leaderWorkerTemplate, size: 'two' } } })).toBe(false);
+    expect(
+      validate({
+        ...lws,
+        spec: { ...lws.spec, leaderWorkerTemplate: { ...lws.spec.leaderWorkerTemplate, size: 'two' } },
+      }),
+    ).toBe(false);
     expect(validate({ ...lws, spec: { ...lws.spec, leaderWorkerTemplat: {} } })).toBe(false);
 
     // The leader's command after Kubernetes' expansion, run by bash with ray and vllm recorded.
     const leader = lws.spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0];
-    // the leader serves the API: its liveness is the watcher's verdict; a worker has no probe (the group restarts with its leader)
+    // the leader serves the API: its liveness is the watcher's verdict; a worker has no probe (the group restarts with
+    // its leader)
     expect(leader.livenessProbe.exec.command.slice(0, 2)).toEqual(['python3', '-c']);
     expect(lws.spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].livenessProbe).toBeUndefined();
     // NGC's image (a DGX baseline): its entrypoint wraps the shell line, so only args are given
@@ -164,20 +215,32 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     const bin = join(dir, 'bin');
     mkdirSync(bin, { recursive: true });
     const rec = join(dir, 'ran');
-    writeFileSync(join(bin, 'ray'), `#!/bin/sh\nprintf 'ray %s\\n' "$*" >> "${rec}.ray"\n[ "$1" = status ] && printf ' node_1\\n node_2\\n'\nexit 0\n`);
-    writeFileSync(join(bin, 'vllm'), `#!/usr/bin/env node\nrequire('fs').writeFileSync(${JSON.stringify(rec)}, JSON.stringify(process.argv.slice(2)))\n`);
+    writeFileSync(
+      join(bin, 'ray'),
+      `#!/bin/sh\nprintf 'ray %s\\n' "$*" >> "${rec}.ray"\n[ "$1" = status ] && printf ' node_1\\n node_2\\n'\nexit 0\n`,
+    );
+    writeFileSync(
+      join(bin, 'vllm'),
+      `#!/usr/bin/env node\nrequire('fs').writeFileSync(${JSON.stringify(rec)}, JSON.stringify(process.argv.slice(2)))\n`,
+    );
     chmodSync(join(bin, 'ray'), 0o755);
     chmodSync(join(bin, 'vllm'), 0o755);
     const work = join(dir, 'cwd');
     mkdirSync(work, { recursive: true });
-    await execa('sh', ['-c', line], { cwd: work, env: { PATH: `${bin}:${process.env.PATH}`, LWS_GROUP_SIZE: '2', HOME: '/root' }, timeout: 30_000 });
+    await execa('sh', ['-c', line], {
+      cwd: work,
+      env: { PATH: `${bin}:${process.env.PATH}`, LWS_GROUP_SIZE: '2', HOME: '/root' },
+      timeout: 30_000,
+    });
     const argv = JSON.parse(readFileSync(rec, 'utf8')) as string[];
     expect(argv[0]).toBe('serve');
     expect(argv[1]).toBe(`/models/${HOSTILE}`);
     expect(valueAfter(argv, '--served-model-name')).toBe(HOSTILE);
     expect(valueAfter(argv, '--chat-template')).toBe(HOSTILE);
     expect(valueAfter(argv, '--host')).toBe('0.0.0.0');
-    expect(readFileSync(`${rec}.ray`, 'utf8').split('\n')[0]).toBe('ray start --head --port=6379 --node-ip-address=10.0.0.7 --num-gpus=8');
+    expect(readFileSync(`${rec}.ray`, 'utf8').split('\n')[0]).toBe(
+      'ray start --head --port=6379 --node-ip-address=10.0.0.7 --num-gpus=8',
+    );
     // Nothing else ran: no file named PWNED, no id output, no secret in the argv.
     expect((await execa('ls', ['-A', work])).stdout).toBe('');
     expect(argv.join(' ')).not.toContain('THE-SECRET');
@@ -193,7 +256,10 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     const bin = join(dir, 'bin-mp');
     mkdirSync(bin, { recursive: true });
     const rec = join(dir, 'ran-mp');
-    writeFileSync(join(bin, 'vllm'), `#!/usr/bin/env node\nrequire('fs').writeFileSync(${JSON.stringify(rec)}, JSON.stringify(process.argv.slice(2)))\n`);
+    writeFileSync(
+      join(bin, 'vllm'),
+      `#!/usr/bin/env node\nrequire('fs').writeFileSync(${JSON.stringify(rec)}, JSON.stringify(process.argv.slice(2)))\n`,
+    );
     chmodSync(join(bin, 'vllm'), 0o755);
     const work = join(dir, 'cwd-mp');
     mkdirSync(work, { recursive: true });
@@ -203,8 +269,18 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     ] as const) {
       const c = tpl.spec.containers[0];
       const sh = [...(c.command ?? []), ...(c.args ?? [])];
-      const line = k8sExpand(sh[2], { VLLM_HOST_IP: '10.0.0.7', LWS_LEADER_ADDRESS: 'evil-0.evil.default', LWS_WORKER_INDEX: rank, LWS_GROUP_SIZE: '2', HOME: '/root' });
-      await execa('sh', ['-c', line], { cwd: work, env: { PATH: `${bin}:${process.env.PATH}`, HOME: '/root' }, timeout: 30_000 });
+      const line = k8sExpand(sh[2], {
+        VLLM_HOST_IP: '10.0.0.7',
+        LWS_LEADER_ADDRESS: 'evil-0.evil.default',
+        LWS_WORKER_INDEX: rank,
+        LWS_GROUP_SIZE: '2',
+        HOME: '/root',
+      });
+      await execa('sh', ['-c', line], {
+        cwd: work,
+        env: { PATH: `${bin}:${process.env.PATH}`, HOME: '/root' },
+        timeout: 30_000,
+      });
       const argv = JSON.parse(readFileSync(rec, 'utf8')) as string[];
       expect(argv[0]).toBe('serve');
       expect(valueAfter(argv, '--served-model-name')).toBe(HOSTILE);
@@ -219,15 +295,27 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
   });
 
   it.each([
-    ['a newline in model.servedName (--set)', ['--set', 'model.servedName="x\\n---\\nkind: ClusterRoleBinding"'], /model\.servedName/],
-    ['a newline in the description (--set)', ['--set', 'description="ok\\n---\\nkind: ClusterRoleBinding"'], /description/],
+    [
+      'a newline in model.servedName (--set)',
+      ['--set', 'model.servedName="x\\n---\\nkind: ClusterRoleBinding"'],
+      /model\.servedName/,
+    ],
+    [
+      'a newline in the description (--set)',
+      ['--set', 'description="ok\\n---\\nkind: ClusterRoleBinding"'],
+      /description/,
+    ],
     ['NEL (U+0085) in an env value', ['--set', 'env.FOO="a\\x85b"'], /env\.FOO/],
     ['a namespace with a newline', ['--namespace', 'x\nkind: ClusterRoleBinding'], /--namespace/],
     ['a namespace that is not a DNS label', ['--namespace', 'Prod_1'], /--namespace/],
     ['an image with a space', ['--image', 'vllm/vllm-openai:v0.17.0 #x'], /--image/],
     ['a profile name Kubernetes cannot use', ['--set', 'name=qwen.'], /^\s+- name: .*DNS label/m],
     ['a profile name too long for a DNS label', ['--set', `name=${'q'.repeat(60)}`], /DNS label/],
-    ['a relative model.path (a hostPath must be absolute on the node)', ['--set', 'model.path=.cache/tiny'], /model\.path: ".cache\/tiny" is relative/],
+    [
+      'a relative model.path (a hostPath must be absolute on the node)',
+      ['--set', 'model.path=.cache/tiny'],
+      /model\.path: ".cache\/tiny" is relative/,
+    ],
   ])('%s: exit 2 naming it, no manifest printed', async (_n, args, names) => {
     const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, ...args]);
     expect(r.exitCode, r.stderr).toBe(2);
@@ -236,7 +324,16 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
   });
 
   it('a newline in --image under engine.vllmVersion auto: refused before any note repeats it on stderr', async () => {
-    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--set', 'engine.vllmVersion=auto', '--image', 'evil:1\nx: y']);
+    const r = await cli([
+      'k8s',
+      'evil.x_1',
+      '--profiles',
+      profiles,
+      '--set',
+      'engine.vllmVersion=auto',
+      '--image',
+      'evil:1\nx: y',
+    ]);
     expect(r.exitCode, r.stderr).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/--image/);
@@ -260,24 +357,64 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     new Deployment(docs[0]).validate();
     return { ...r, pod: docs[0].spec.template.spec, c: docs[0].spec.template.spec.containers[0] };
   };
-  /** The run line's image and what follows it, for replica 0 of the same profile (podman, never pulls, nothing launched). */
+  /**
+   * The run line's image and what follows it, for replica 0 of the same profile (podman, never pulls, nothing
+   * launched).
+   */
   const runLine = async (args: string[]) => {
-    const r = await runMain(['serve', 'qwen3.5-9b', '--runtime', 'container', '--dry-run', '--json', '--set', 'container.cli=podman', ...args], {
-      env: { SPARKCTL_STATE_DIR: join(dir, 'state') },
-    });
+    const r = await runMain(
+      [
+        'serve',
+        'qwen3.5-9b',
+        '--runtime',
+        'container',
+        '--dry-run',
+        '--json',
+        '--set',
+        'container.cli=podman',
+        ...args,
+      ],
+      {
+        env: { SPARKCTL_STATE_DIR: join(dir, 'state') },
+      },
+    );
     expect(r.exitCode, r.stderr).toBe(0);
     const c = JSON.parse(r.stdout).replicas[0].container;
     const i = c.argv.indexOf(c.image);
-    return { image: c.image as string, after: c.argv.slice(i + 1) as string[], entrypoint: c.argv[i - 1] === 'vllm' && c.argv[i - 2] === '--entrypoint' };
+    return {
+      image: c.image as string,
+      after: c.argv.slice(i + 1) as string[],
+      entrypoint: c.argv[i - 1] === 'vllm' && c.argv[i - 2] === '--entrypoint',
+    };
   };
 
   it.each([
     // [what, --set values, image, command (undefined: the image's entrypoint is kept)]
-    ['a DGX baseline, nothing set: NGC, its entrypoint kept', ['engine.vllmVersion="0.25.0"'], 'nvcr.io/nvidia/vllm:26.03-py3', undefined],
-    ['a digest pin of vLLM own image: command vllm serve, never a second serve', ['engine.vllmVersion="0.25.0"', `container.image="${DIGEST}"`], DIGEST, ['vllm', 'serve']],
+    [
+      'a DGX baseline, nothing set: NGC, its entrypoint kept',
+      ['engine.vllmVersion="0.25.0"'],
+      'nvcr.io/nvidia/vllm:26.03-py3',
+      undefined,
+    ],
+    [
+      'a digest pin of vLLM own image: command vllm serve, never a second serve',
+      ['engine.vllmVersion="0.25.0"', `container.image="${DIGEST}"`],
+      DIGEST,
+      ['vllm', 'serve'],
+    ],
     ['a digest pin of NGC', ['engine.vllmVersion="0.25.0"', `container.image="${NGC_PIN}"`], NGC_PIN, undefined],
-    ['another platform: vLLM image of the pinned version', ['engine.vllmVersion="0.25.0"', 'platform=hopper-cuda13'], 'vllm/vllm-openai:v0.25.0', ['vllm', 'serve']],
-    ['auto with a digest pin whose tag states its vLLM: flags for that version', [`container.image="${TAGGED}"`], TAGGED, ['vllm', 'serve']],
+    [
+      'another platform: vLLM image of the pinned version',
+      ['engine.vllmVersion="0.25.0"', 'platform=hopper-cuda13'],
+      'vllm/vllm-openai:v0.25.0',
+      ['vllm', 'serve'],
+    ],
+    [
+      'auto with a digest pin whose tag states its vLLM: flags for that version',
+      [`container.image="${TAGGED}"`],
+      TAGGED,
+      ['vllm', 'serve'],
+    ],
   ] as const)('%s', async (_what, sets, image, command) => {
     const setArgs = sets.flatMap((s) => ['--set', s]);
     const [k, run] = [await k8s(setArgs), await runLine(setArgs)];
@@ -295,18 +432,32 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     ['an NGC release whose vLLM sparkctl does not know', 'nvcr.io/nvidia/vllm:25.09-py3'],
     ['an untagged digest pin', DIGEST],
     ['a private image', 'registry.example/team/vllm:prod'],
-  ])('engine.vllmVersion auto with %s, not on this host: exit 2 naming the fields and the fix, no manifest', async (_what, image) => {
-    const r = await runMain(['k8s', 'qwen3.5-9b', '--image', image], { env: { SPARKCTL_STATE_DIR: join(dir, 'state') } });
-    expect(r.exitCode, r.stderr).toBe(2);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toContain(`engine.vllmVersion is auto, but the vLLM version of container.image ${image} is not known`);
-    expect(r.stderr).toMatch(/--set engine\.vllmVersion=X\.Y\.Z/);
-    expect(r.stderr).toMatch(/a host that has the image/);
-    expect(r.stderr).not.toMatch(/newest table/);
-  });
+  ])(
+    'engine.vllmVersion auto with %s, not on this host: exit 2 naming the fields and the fix, no manifest',
+    async (_what, image) => {
+      const r = await runMain(['k8s', 'qwen3.5-9b', '--image', image], {
+        env: { SPARKCTL_STATE_DIR: join(dir, 'state') },
+      });
+      expect(r.exitCode, r.stderr).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain(
+        `engine.vllmVersion is auto, but the vLLM version of container.image ${image} is not known`,
+      );
+      expect(r.stderr).toMatch(/--set engine\.vllmVersion=X\.Y\.Z/);
+      expect(r.stderr).toMatch(/a host that has the image/);
+      expect(r.stderr).not.toMatch(/newest table/);
+    },
+  );
 
   it("the Secret hint passes the key on stdin, never on kubectl's argv, under the name and key the pod reads", async () => {
-    const r = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', 'server.apiKeyEnv=MY_KEY', '--namespace', 'llm']);
+    const r = await k8s([
+      '--set',
+      'engine.vllmVersion="0.25.0"',
+      '--set',
+      'server.apiKeyEnv=MY_KEY',
+      '--namespace',
+      'llm',
+    ]);
     const hint = r.stdout.split('\n').find((l) => l.includes('kubectl'))!;
     expect(hint).not.toMatch(/--from-literal/);
     const ref = r.c.env.find((e: any) => e.name === 'VLLM_API_KEY').valueFrom.secretKeyRef;
@@ -314,9 +465,15 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     const bin = join(dir, 'fake-kubectl');
     mkdirSync(bin, { recursive: true });
     const rec = join(bin, 'rec');
-    writeFileSync(join(bin, 'kubectl'), `#!/bin/sh\nprintf '%s\\n' "$@" > ${rec}.argv\ncat /dev/stdin > ${rec}.stdin\n`);
+    writeFileSync(
+      join(bin, 'kubectl'),
+      `#!/bin/sh\nprintf '%s\\n' "$@" > ${rec}.argv\ncat /dev/stdin > ${rec}.stdin\n`,
+    );
     chmodSync(join(bin, 'kubectl'), 0o755);
-    const run = await execa('sh', ['-c', hint.replace(/^# /, '')], { env: { PATH: `${bin}:/usr/bin:/bin`, MY_KEY: 'sk-the-key' }, timeout: 20_000 });
+    const run = await execa('sh', ['-c', hint.replace(/^# /, '')], {
+      env: { PATH: `${bin}:/usr/bin:/bin`, MY_KEY: 'sk-the-key' },
+      timeout: 20_000,
+    });
     expect(run.exitCode).toBe(0);
     const argv = readFileSync(`${rec}.argv`, 'utf8').trim().split('\n');
     expect(argv).toEqual(['-n', 'llm', 'create', 'secret', 'generic', ref.name, `--from-file=${ref.key}=/dev/stdin`]);
@@ -327,7 +484,8 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
   it('container.gpus none (a CPU build of vLLM): no GPU requested and NVIDIA_VISIBLE_DEVICES void; auto: TP x PP', async () => {
     const cpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', 'container.gpus=none']);
     expect(cpu.c.resources).toBeUndefined();
-    // else the NVIDIA runtime, containerd's default on many GPU nodes, gives the image (NVIDIA_VISIBLE_DEVICES=all) every GPU
+    // else the NVIDIA runtime, containerd's default on many GPU nodes, gives the image (NVIDIA_VISIBLE_DEVICES=all)
+    // every GPU
     expect(cpu.c.env).toContainEqual({ name: 'NVIDIA_VISIBLE_DEVICES', value: 'void' });
     const gpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"']);
     expect(gpu.c.resources).toEqual({ limits: { 'nvidia.com/gpu': 2 }, requests: { 'nvidia.com/gpu': 2 } });
@@ -339,7 +497,11 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     ['replicas auto on the 8-GPU baseline: 4 groups of TP 2', [], 4],
     ['replicas auto with --gpus 4', ['--gpus', '4'], 2],
     ['replicas 2', ['--set', 'parallel.replicas=2'], 2],
-    ['replicas 3 with the router: the Service balances the 3 pods', ['--set', 'parallel.replicas=3', '--set', 'router.enabled=true'], 3],
+    [
+      'replicas 3 with the router: the Service balances the 3 pods',
+      ['--set', 'parallel.replicas=3', '--set', 'router.enabled=true'],
+      3,
+    ],
   ] as const)('parallel.replicas: %s', async (_what, args, pods) => {
     const r = await k8s(['--set', 'engine.vllmVersion="0.25.0"', ...args]);
     const dep = (yaml.loadAll(r.stdout) as any[])[0];
@@ -354,7 +516,14 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
   });
 
   it('--image still overrides container.image, and its command follows it', async () => {
-    const { c } = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', `container.image="${DIGEST}"`, '--image', NGC_PIN]);
+    const { c } = await k8s([
+      '--set',
+      'engine.vllmVersion="0.25.0"',
+      '--set',
+      `container.image="${DIGEST}"`,
+      '--image',
+      NGC_PIN,
+    ]);
     expect(c.image).toBe(NGC_PIN);
     expect(c.command).toBeUndefined();
   });
@@ -364,7 +533,9 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     const ngc = await k8s([]);
     expect(ngc.c.image).toBe('nvcr.io/nvidia/vllm:26.03-py3');
     for (const text of [ngc.stdout.split('apiVersion:')[0], ngc.stderr])
-      expect(text).toMatch(/engine\.vllmVersion is auto: rendered for vLLM 0\.17\.1, NVIDIA's release notes for the NGC release 26\.03 of nvcr\.io\/nvidia\/vllm:26\.03-py3 give/);
+      expect(text).toMatch(
+        /engine\.vllmVersion is auto: rendered for vLLM 0\.17\.1, NVIDIA's release notes for the NGC release 26\.03 of nvcr\.io\/nvidia\/vllm:26\.03-py3 give/,
+      );
     expect(ngc.c.args.join(' ')).not.toContain('--shutdown-timeout');
     expect(ngc.pod.terminationGracePeriodSeconds).toBe(40);
     // vLLM's own image of a stated version: that version's flags, not the newest table's
@@ -377,7 +548,9 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     // no image and no NGC: the image is the one of the version the flags follow
     const other = await k8s(['--set', 'platform=hopper-cuda13']);
     expect(other.c.image).toBe('vllm/vllm-openai:v0.28.0');
-    expect(other.stderr).toMatch(/engine\.vllmVersion is auto and no image is set: rendered vllm\/vllm-openai:v0\.28\.0 and its flags/);
+    expect(other.stderr).toMatch(
+      /engine\.vllmVersion is auto and no image is set: rendered vllm\/vllm-openai:v0\.28\.0 and its flags/,
+    );
     // pinned: nothing to say
     const pinned = await k8s(['--set', 'engine.vllmVersion="0.25.0"']);
     expect(pinned.stderr).not.toMatch(/vllmVersion is auto/);
@@ -406,15 +579,50 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     expect(vol('mount-0').hostPath.path).toBe('/srv/templates');
     expect(mnt('mount-0')).toEqual({ name: 'mount-0', mountPath: '/templates', readOnly: true });
     expect(mnt('mount-1')).toEqual({ name: 'mount-1', mountPath: '/out' });
-    expect(c.env).toEqual([{ name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: 'vllm-qwen3-5-9b-api-key', key: 'key' } } }]);
-    expect(stdout.split('apiVersion:')[0]).toMatch(/^# ulimits memlock=-1 stack=67108864: a pod spec has no ulimit field/m);
+    expect(c.env).toEqual([
+      { name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: 'vllm-qwen3-5-9b-api-key', key: 'key' } } },
+    ]);
+    expect(stdout.split('apiVersion:')[0]).toMatch(
+      /^# ulimits memlock=-1 stack=67108864: a pod spec has no ulimit field/m,
+    );
   });
 
   it.each([
     ['auto', 8, undefined],
     ['none', 0, 'void'],
-  ] as const)('a LeaderWorkerSet with container.gpus %s: leader and workers ask for %i GPUs, Ray offers as many, NVIDIA_VISIBLE_DEVICES %s', async (gpus, n, vis) => {
-    const r = await runMain([
+  ] as const)(
+    'a LeaderWorkerSet with container.gpus %s: leader and workers ask for %i GPUs, Ray offers as many, NVIDIA_VISIBLE_DEVICES %s',
+    async (gpus, n, vis) => {
+      const r = await runMain([
+        'k8s',
+        'qwen3.5-9b',
+        '--node-count',
+        '2',
+        '--set',
+        'engine.vllmVersion="0.25.0"',
+        '--set',
+        `container.gpus=${gpus}`,
+        '--set',
+        'parallel.replicas=2',
+        '--set',
+        'parallel.executor=ray',
+      ]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      const doc = (yaml.loadAll(r.stdout) as any[])[0];
+      const validate = lwsValidator();
+      expect(validate({ ...doc, metadata: {} }), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
+      expect(doc.spec.replicas).toBe(2);
+      const lws = doc.spec.leaderWorkerTemplate;
+      for (const ctr of [lws.leaderTemplate.spec.containers[0], lws.workerTemplate.spec.containers[0]]) {
+        expect(ctr.resources?.requests?.['nvidia.com/gpu']).toBe(n > 0 ? n : undefined);
+        expect(ctr.env.find((e: any) => e.name === 'NVIDIA_VISIBLE_DEVICES')?.value).toBe(vis);
+        expect([...(ctr.command ?? []), ...(ctr.args ?? [])].join(' ')).toContain(`--num-gpus=${n}`);
+      }
+    },
+  );
+
+  it('a LeaderWorkerSet for vLLM own image overrides its entrypoint with the shell line; NGC keeps its wrapper', async () => {
+    const own = await runMain([
       'k8s',
       'qwen3.5-9b',
       '--node-count',
@@ -422,27 +630,8 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
       '--set',
       'engine.vllmVersion="0.25.0"',
       '--set',
-      `container.gpus=${gpus}`,
-      '--set',
-      'parallel.replicas=2',
-      '--set',
-      'parallel.executor=ray',
+      `container.image="${DIGEST}"`,
     ]);
-    expect(r.exitCode, r.stderr).toBe(0);
-    const doc = (yaml.loadAll(r.stdout) as any[])[0];
-    const validate = lwsValidator();
-    expect(validate({ ...doc, metadata: {} }), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
-    expect(doc.spec.replicas).toBe(2);
-    const lws = doc.spec.leaderWorkerTemplate;
-    for (const ctr of [lws.leaderTemplate.spec.containers[0], lws.workerTemplate.spec.containers[0]]) {
-      expect(ctr.resources?.requests?.['nvidia.com/gpu']).toBe(n > 0 ? n : undefined);
-      expect(ctr.env.find((e: any) => e.name === 'NVIDIA_VISIBLE_DEVICES')?.value).toBe(vis);
-      expect([...(ctr.command ?? []), ...(ctr.args ?? [])].join(' ')).toContain(`--num-gpus=${n}`);
-    }
-  });
-
-  it('a LeaderWorkerSet for vLLM own image overrides its entrypoint with the shell line; NGC keeps its wrapper', async () => {
-    const own = await runMain(['k8s', 'qwen3.5-9b', '--node-count', '2', '--set', 'engine.vllmVersion="0.25.0"', '--set', `container.image="${DIGEST}"`]);
     expect(own.exitCode, own.stderr).toBe(0);
     const doc = (yaml.loadAll(own.stdout) as any[])[0];
     const validate = lwsValidator();

@@ -26,11 +26,17 @@ beforeAll(() => {
   p.server.apiKeyEnv = 'MY_KEY';
   p.parallel.replicas = 1;
   // Claude Code runs on it: a context that holds its turn, tool calls parsed
-  writeFileSync(join(profiles, 'evil.yaml'), yaml.dump({ ...p, engine: { ...p.engine, maxModelLen: 65536, toolCallParser: 'qwen3_coder' } }));
+  writeFileSync(
+    join(profiles, 'evil.yaml'),
+    yaml.dump({ ...p, engine: { ...p.engine, maxModelLen: 65536, toolCallParser: 'qwen3_coder' } }),
+  );
   // the document's 16,384 tokens, no tool parser: client-env refuses with a command line that fixes it
   writeFileSync(join(profiles, 'evilsmall.yaml'), yaml.dump({ ...p, name: 'evilsmall' }));
   // The defect as reported: a newline in the served name ended the `# model:` comment of the eval'd output.
-  writeFileSync(join(profiles, 'evilnl.yaml'), yaml.dump({ ...p, name: 'evilnl', model: { ...p.model, servedName: 'qw"en\ntouch PWNED\n#' } }));
+  writeFileSync(
+    join(profiles, 'evilnl.yaml'),
+    yaml.dump({ ...p, name: 'evilnl', model: { ...p.model, servedName: 'qw"en\ntouch PWNED\n#' } }),
+  );
 });
 
 /** Run `text` in bash: every command bash ran (DEBUG trap), the named variables after, and the files left in cwd. */
@@ -40,7 +46,11 @@ async function runShell(text: string, vars: string[] = [], fakes: Record<string,
   const bin = join(work, '.bin');
   mkdirSync(bin, { recursive: true });
   for (const [name, rec] of Object.entries(fakes))
-    writeFileSync(join(bin, name), `#!/usr/bin/env node\nrequire('fs').appendFileSync(${JSON.stringify(rec)}, JSON.stringify(process.argv.slice(2)) + '\\n')\n`, { mode: 0o755 });
+    writeFileSync(
+      join(bin, name),
+      `#!/usr/bin/env node\nrequire('fs').appendFileSync(${JSON.stringify(rec)}, JSON.stringify(process.argv.slice(2)) + '\\n')\n`,
+      { mode: 0o755 },
+    );
   const script = `trap 'printf "%s\\0" "$BASH_COMMAND" >> "$LOG"' DEBUG
 eval "$(cat "$OUT")"
 trap - DEBUG
@@ -50,7 +60,11 @@ for v in ${vars.join(' ')}; do printf '%s=%s\\0' "$v" "\${!v}"; done > "$VARS"`;
   const log = `${out}.log`;
   const varsFile = `${out}.vars`;
   writeFileSync(log, '');
-  await execa('bash', ['-c', script], { cwd: work, env: { PATH: `${bin}:${process.env.PATH}`, LOG: log, OUT: out, VARS: varsFile, MY_KEY: 'the-key', HOME: '/home/x' }, extendEnv: false });
+  await execa('bash', ['-c', script], {
+    cwd: work,
+    env: { PATH: `${bin}:${process.env.PATH}`, LOG: log, OUT: out, VARS: varsFile, MY_KEY: 'the-key', HOME: '/home/x' },
+    extendEnv: false,
+  });
   const ran = readFileSync(log, 'utf8').split('\0').filter(Boolean);
   const values = Object.fromEntries(
     readFileSync(varsFile, 'utf8')
@@ -58,7 +72,11 @@ for v in ${vars.join(' ')}; do printf '%s=%s\\0' "$v" "\${!v}"; done > "$VARS"`;
       .filter(Boolean)
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
-  return { ran: ran.filter((c) => !c.startsWith('eval ') && c !== 'trap - DEBUG'), values, left: readdirSync(work).filter((f) => f !== '.bin') };
+  return {
+    ran: ran.filter((c) => !c.startsWith('eval ') && c !== 'trap - DEBUG'),
+    values,
+    left: readdirSync(work).filter((f) => f !== '.bin'),
+  };
 }
 
 describe('shell text: hostile values stay values', { timeout: 120_000 }, () => {
@@ -119,13 +137,22 @@ describe('shell text: hostile values stay values', { timeout: 120_000 }, () => {
     expect(fix, small.stderr).toBeTruthy();
     const b = await runShell(fix!, [], { sparkctl: `${rec}2` });
     expect(b.left).toEqual([]);
-    expect(JSON.parse(readFileSync(`${rec}2`, 'utf8'))).toEqual(['serve', 'evilsmall', '--set', 'engine.maxModelLen=65536', '--set', 'engine.toolCallParser=qwen3_coder']);
+    expect(JSON.parse(readFileSync(`${rec}2`, 'utf8'))).toEqual([
+      'serve',
+      'evilsmall',
+      '--set',
+      'engine.maxModelLen=65536',
+      '--set',
+      'engine.toolCallParser=qwen3_coder',
+    ]);
   });
 
   it('serve --dry-run: the printed command runs vllm with exactly the rendered argv and environment', async () => {
     // The environment is a source too: a state folder whose name would end the `# replica` comment.
     const state = join(dir, `state '$(touch PWNED)\ntouch PWNED2`);
-    const r = await cli(['serve', 'evil', '--profiles', profiles, '--dry-run', '--gpus', '2'], { env: { SPARKCTL_STATE_DIR: state } });
+    const r = await cli(['serve', 'evil', '--profiles', profiles, '--dry-run', '--gpus', '2'], {
+      env: { SPARKCTL_STATE_DIR: state },
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     const rec = join(dir, 'vllm.argv');
     const sh = await runShell(r.stdout, [], { vllm: rec });

@@ -9,7 +9,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
-import { masterCommand, parseShowProc, parseShowStat, runtimeCommand, showStatEveryWorker } from '../../src/router/api.js';
+import {
+  masterCommand,
+  parseShowProc,
+  parseShowStat,
+  runtimeCommand,
+  showStatEveryWorker,
+} from '../../src/router/api.js';
 import { freePortRange, waitFor } from '../helpers.js';
 import { tempDir } from '../temp-dirs.js';
 
@@ -68,7 +74,13 @@ describe.skipIf(!have)('HAProxy master-worker: what is in flight after a reload'
       ].join('\n'),
     );
     haproxy = spawn(HAPROXY, ['-W', '-db', '-S', `${master},mode,600`, '-f', cfg], { stdio: 'ignore' });
-    expect(await waitFor(async () => (await runtimeCommand(stats, 'show info', 1000).catch(() => '')).includes('Pid:'), 10_000, 50)).toBe(true);
+    expect(
+      await waitFor(
+        async () => (await runtimeCommand(stats, 'show info', 1000).catch(() => '')).includes('Pid:'),
+        10_000,
+        50,
+      ),
+    ).toBe(true);
 
     const ac = new AbortController();
     const res = await fetch(`http://127.0.0.1:${port}/`, { signal: ac.signal });
@@ -93,7 +105,13 @@ describe.skipIf(!have)('HAProxy master-worker: what is in flight after a reload'
     ).toBe(true);
     // the new worker's socket took over: it sees nothing of the stream
     expect(
-      await waitFor(async () => inFlight([await runtimeCommand(stats, 'show stat', 1000)]) === 0 && !(await runtimeCommand(stats, 'show info', 1000)).includes(`Pid: ${before[0]}\n`), 10_000, 50),
+      await waitFor(
+        async () =>
+          inFlight([await runtimeCommand(stats, 'show stat', 1000)]) === 0 &&
+          !(await runtimeCommand(stats, 'show info', 1000)).includes(`Pid: ${before[0]}\n`),
+        10_000,
+        50,
+      ),
     ).toBe(true);
     expect(inFlight([await runtimeCommand(stats, 'show stat')]), 'the stats socket alone, after the reload').toBe(0);
     const every = await showStatEveryWorker(stats, master);
@@ -107,7 +125,14 @@ describe.skipIf(!have)('HAProxy master-worker: what is in flight after a reload'
     while (!(await reader.read()).done) {
       /* drain */
     }
-    expect(await waitFor(async () => parseShowProc(await masterCommand(master, 'show proc', 1000)).old.length === 0, 15_000, 100), 'the old worker left').toBe(true);
+    expect(
+      await waitFor(
+        async () => parseShowProc(await masterCommand(master, 'show proc', 1000)).old.length === 0,
+        15_000,
+        100,
+      ),
+      'the old worker left',
+    ).toBe(true);
     const after = await showStatEveryWorker(stats, master);
     expect(after).toHaveLength(1);
     expect(inFlight(after)).toBe(0);

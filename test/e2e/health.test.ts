@@ -8,7 +8,8 @@ import { cli, startSim, freePort, webhookReceiver, tempDir, rmrf, ROOT, type Sim
 
 const state = tempDir('sparkctl-health-');
 afterAll(() => rmrf(state));
-const run = (args: string[], env: Record<string, string> = {}) => cli(args, { env: { SPARKCTL_STATE_DIR: state, ...env } });
+const run = (args: string[], env: Record<string, string> = {}) =>
+  cli(args, { env: { SPARKCTL_STATE_DIR: state, ...env } });
 const fast = ['--sim-time-factor', '1', '--sim-cold-ms', '0', '--sim-decode-ms', '1', '--sim-prefill-tps', '10000000'];
 
 describe('probe', () => {
@@ -49,7 +50,10 @@ describe('probe', () => {
       expect(r.exitCode).toBe(1);
       const steps = JSON.parse(r.stdout).results[0].steps;
       expect(steps.find((s: { step: string }) => s.step === 'live').status).toBe('pass');
-      expect(steps.find((s: { step: string }) => s.step === 'inference')).toMatchObject({ status: 'fail', detail: 'no token within 600 ms while /health was 200: the engine is hung' });
+      expect(steps.find((s: { step: string }) => s.step === 'inference')).toMatchObject({
+        status: 'fail',
+        detail: 'no token within 600 ms while /health was 200: the engine is hung',
+      });
     } finally {
       await sim.stop();
     }
@@ -86,9 +90,24 @@ describe('probe', () => {
 
   it('KV cache near full -> warn, still healthy (exit 0)', async () => {
     // An 8B model at a 0.12 share of an H200 leaves room for a few thousand tokens only.
-    const sim = await startSim(['--enforce-eager', '--gpu-memory-utilization', '0.12', '--max-model-len', '2048', '--sim-cold-ms', '0', '--sim-decode-ms', '300', '--sim-prefill-tps', '1000000'], {
-      model: 'example/generic-8b',
-    });
+    const sim = await startSim(
+      [
+        '--enforce-eager',
+        '--gpu-memory-utilization',
+        '0.12',
+        '--max-model-len',
+        '2048',
+        '--sim-cold-ms',
+        '0',
+        '--sim-decode-ms',
+        '300',
+        '--sim-prefill-tps',
+        '1000000',
+      ],
+      {
+        model: 'example/generic-8b',
+      },
+    );
     let filling: Promise<unknown>[] = [];
     try {
       const info = await (await fetch(`${sim.url}/metrics`)).text();
@@ -145,7 +164,16 @@ describe('probe', () => {
       expect(client, ok.stdout).toMatchObject({ status: 'pass' });
       expect(client.ms).toBeGreaterThan(5000);
       expect(ok.exitCode).toBe(0);
-      const short = await run(['probe', '--url', sim.url, '--client', 'claude-code', '--step-timeout', '2s', '--no-history']);
+      const short = await run([
+        'probe',
+        '--url',
+        sim.url,
+        '--client',
+        'claude-code',
+        '--step-timeout',
+        '2s',
+        '--no-history',
+      ]);
       expect(short.exitCode).toBe(1);
       expect(short.stdout).toContain('within 2000 ms (raise it with probe --step-timeout 5m for a slow prefill)');
     } finally {
@@ -154,11 +182,25 @@ describe('probe', () => {
   });
 
   it('auth: with a key configured, /v1 without it must be refused; claude-code client check', async () => {
-    const sim = await startSim([...fast, '--served-model-name', 'qwen-prod', '--max-model-len', '65536', '--enable-auto-tool-choice', '--tool-call-parser', 'qwen3_coder'], {
-      env: { VLLM_API_KEY: 'k-123' },
-    });
+    const sim = await startSim(
+      [
+        ...fast,
+        '--served-model-name',
+        'qwen-prod',
+        '--max-model-len',
+        '65536',
+        '--enable-auto-tool-choice',
+        '--tool-call-parser',
+        'qwen3_coder',
+      ],
+      {
+        env: { VLLM_API_KEY: 'k-123' },
+      },
+    );
     try {
-      const ok = await run(['probe', '--url', sim.url, '--json', '--client', 'claude-code'], { SPARKCTL_API_KEY: 'k-123' });
+      const ok = await run(['probe', '--url', sim.url, '--json', '--client', 'claude-code'], {
+        SPARKCTL_API_KEY: 'k-123',
+      });
       const steps = JSON.parse(ok.stdout).results[0].steps;
       expect(steps.find((s: { step: string }) => s.step === 'auth').status).toBe('pass');
       expect(steps.find((s: { step: string }) => s.step === 'client')).toMatchObject({ status: 'pass' });
@@ -245,8 +287,17 @@ describe('client-env, k8s, systemd', () => {
     const dir = join(state, 'code-profiles');
     mkdirSync(dir, { recursive: true });
     const prod = yaml.load(readFileSync(join(ROOT, 'profiles', 'qwen-prod.yaml'), 'utf8')) as Record<string, any>;
-    writeFileSync(join(dir, 'qwen-prod-code.yaml'), yaml.dump({ ...prod, name: 'qwen-prod-code', engine: { ...prod.engine, maxModelLen: 65536, toolCallParser: 'qwen3_coder' } }));
-    const r = await run(['client-env', 'qwen-prod-code', '--claude-code', '--profiles', dir], { QWEN_PROD_API_KEY: 'sk-secret-999' });
+    writeFileSync(
+      join(dir, 'qwen-prod-code.yaml'),
+      yaml.dump({
+        ...prod,
+        name: 'qwen-prod-code',
+        engine: { ...prod.engine, maxModelLen: 65536, toolCallParser: 'qwen3_coder' },
+      }),
+    );
+    const r = await run(['client-env', 'qwen-prod-code', '--claude-code', '--profiles', dir], {
+      QWEN_PROD_API_KEY: 'sk-secret-999',
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('export ANTHROPIC_BASE_URL=http://127.0.0.1:8001');
     expect(r.stdout).toContain('export ANTHROPIC_AUTH_TOKEN="$QWEN_PROD_API_KEY"');
@@ -260,7 +311,9 @@ describe('client-env, k8s, systemd', () => {
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(/the served context of 16384 tokens cannot hold a Claude Code turn/);
     expect(refused.stderr).toMatch(/"auto" tool choice requires --enable-auto-tool-choice/);
-    expect(refused.stderr).toContain('sparkctl serve qwen-prod --set engine.maxModelLen=65536 --set engine.toolCallParser=qwen3_coder');
+    expect(refused.stderr).toContain(
+      'sparkctl serve qwen-prod --set engine.maxModelLen=65536 --set engine.toolCallParser=qwen3_coder',
+    );
     expect(refused.stderr).toMatch(/sparkctl serve qwen3\.5-9b-code/);
     // a "/" in the served name is fine for Claude Code (2.1 sends it as given)
     const slash = await run(['client-env', 'qwen3.5-9b-code', '--claude-code']);
@@ -283,10 +336,15 @@ describe('client-env, k8s, systemd', () => {
       for (const p of [c.startupProbe, c.readinessProbe]) {
         expect((await fetch(`${sim.url}${p.httpGet.path}`)).status).toBe(200);
       }
-      // liveness is the watcher's verdict (an exec in the container): run against the simulator (its port for the pod's 8001), a serving server passes
+      // liveness is the watcher's verdict (an exec in the container): run against the simulator (its port for the pod's
+      // 8001), a serving server passes
       const [py, flag, program] = c.livenessProbe.exec.command as string[];
       expect(program).toContain('"port":8001,');
-      const live = await execa(py!, [flag!, program!.replace('"port":8001,', `"port":${sim.port},`)], { reject: false, env: { VLLM_API_KEY: '' }, timeout: 30_000 });
+      const live = await execa(py!, [flag!, program!.replace('"port":8001,', `"port":${sim.port},`)], {
+        reject: false,
+        env: { VLLM_API_KEY: '' },
+        timeout: 30_000,
+      });
       expect(live.exitCode, live.stdout + live.stderr).toBe(0);
       expect(JSON.parse(live.stdout).verdict).toBe('healthy');
     } finally {
@@ -295,8 +353,12 @@ describe('client-env, k8s, systemd', () => {
       rmSync(`/tmp/sparkctl-liveness-${sim.port}.json`, { force: true });
     }
     expect(c.startupProbe.failureThreshold * c.startupProbe.periodSeconds).toBeGreaterThanOrEqual(900);
-    expect(c.args).toEqual(expect.arrayContaining(['--served-model-name', 'qwen-prod', '--port', '8001', '--host', '0.0.0.0']));
-    expect(c.env).toEqual([{ name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: 'vllm-qwen-prod-api-key', key: 'key' } } }]);
+    expect(c.args).toEqual(
+      expect.arrayContaining(['--served-model-name', 'qwen-prod', '--port', '8001', '--host', '0.0.0.0']),
+    );
+    expect(c.env).toEqual([
+      { name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: 'vllm-qwen-prod-api-key', key: 'key' } } },
+    ]);
     expect(c.lifecycle.preStop).toBeDefined();
     expect(docs[1].spec.ports[0].port).toBe(8001);
   });
@@ -325,7 +387,16 @@ describe('prewarm waits for GPU memory to settle where GPUs are visible', () => 
   it('latency settled but memory still moving: one more round', async () => {
     const { prewarm } = await import('../../src/health/prewarm.js');
     const { targetFromUrl } = await import('../../src/health/target.js');
-    const sim = await startSim(['--sim-cold-ms', '0', '--sim-decode-ms', '1', '--sim-prefill-tps', '10000000', '--max-model-len', '2048']);
+    const sim = await startSim([
+      '--sim-cold-ms',
+      '0',
+      '--sim-decode-ms',
+      '1',
+      '--sim-prefill-tps',
+      '10000000',
+      '--max-model-len',
+      '2048',
+    ]);
     try {
       const memory = [[70_000], [72_000], [73_500], [73_500]];
       let i = 0;

@@ -17,7 +17,9 @@ const lines = (d: string) =>
   );
 
 describe('probe GPU health while serving (edited real capture)', () => {
-  it('hot GPUs, ECC and Xid: unhealthy naming each GPU; Xid only once (since the last probe); alert on the change', { timeout: 240_000 }, async () => {
+  it('hot GPUs, ECC and Xid: unhealthy naming each GPU; Xid only once (since the last probe); alert on the change', {
+    timeout: 240_000,
+  }, async () => {
     const d = state();
     const hook = await webhookReceiver();
     const posts = hook.posts;
@@ -25,9 +27,34 @@ describe('probe GPU health while serving (edited real capture)', () => {
     try {
       const env = { env: { SPARKCTL_STATE_DIR: d } };
       const prom = join(d, 'sparkctl.prom');
-      const ok = await cli(['probe', '--url', sim.url, '--gpu-from', join(FIXTURES, 'bundles', 'h200x2-device-collect'), '--alert-webhook', `${hook.url}/`], env);
+      const ok = await cli(
+        [
+          'probe',
+          '--url',
+          sim.url,
+          '--gpu-from',
+          join(FIXTURES, 'bundles', 'h200x2-device-collect'),
+          '--alert-webhook',
+          `${hook.url}/`,
+        ],
+        env,
+      );
       expect(ok.exitCode, ok.stdout + ok.stderr).toBe(0);
-      const first = await cli(['probe', '--url', sim.url, '--gpu-from', HOT, '--json', '--prometheus', prom, '--alert-webhook', `${hook.url}/`], env);
+      const first = await cli(
+        [
+          'probe',
+          '--url',
+          sim.url,
+          '--gpu-from',
+          HOT,
+          '--json',
+          '--prometheus',
+          prom,
+          '--alert-webhook',
+          `${hook.url}/`,
+        ],
+        env,
+      );
       expect(first.exitCode).toBe(1);
       const r = JSON.parse(first.stdout).results[0];
       const step = r.steps.find((s: { step: string }) => s.step === 'gpu');
@@ -43,7 +70,10 @@ describe('probe GPU health while serving (edited real capture)', () => {
       expect(text).toMatch(/sparkctl_probe_gpu_temperature_celsius\{target="[^"]+",gpu="1"\} 90/);
       expect(text).toMatch(/sparkctl_probe_gpu_ok\{target="[^"]+",gpu="1"\} 0/);
 
-      const second = await cli(['probe', '--url', sim.url, '--gpu-from', HOT, '--json', '--alert-webhook', `${hook.url}/`], env);
+      const second = await cli(
+        ['probe', '--url', sim.url, '--gpu-from', HOT, '--json', '--alert-webhook', `${hook.url}/`],
+        env,
+      );
       const step2 = JSON.parse(second.stdout).results[0].steps.find((s: { step: string }) => s.step === 'gpu');
       expect(step2.detail).not.toContain('Xid'); // already reported by the previous probe
       expect(step2.detail).toContain('CRITICAL GPU1');
@@ -69,12 +99,16 @@ describe('probe GPU health while serving (edited real capture)', () => {
     const sim = await startSim([...fast, '--sim-fault', 'zombie-after:0']);
     try {
       const t0 = Date.now();
-      const r = await cli(['probe', '--url', sim.url, '--step-timeout', '150s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
+      const r = await cli(['probe', '--url', sim.url, '--step-timeout', '150s', '--deadline', '1500ms', '--json'], {
+        env: { SPARKCTL_STATE_DIR: d },
+      });
       expect(r.exitCode).toBe(3);
       // the hung 1-token request is cancelled at the deadline, not left to its 150 s step deadline
       // (a wide margin: a loaded CI machine takes seconds just to start node)
       expect(Date.now() - t0).toBeLessThan(90_000);
-      expect(JSON.parse(r.stdout).results[0].steps[0].detail).toBe('the probe did not finish within --deadline (1500 ms)');
+      expect(JSON.parse(r.stdout).results[0].steps[0].detail).toBe(
+        'the probe did not finish within --deadline (1500 ms)',
+      );
       expect(lines(d)[0].verdict).toBe('unreachable');
     } finally {
       await sim.stop();
@@ -89,7 +123,12 @@ async function traffic(url: string, n: number, maxTokens: number) {
     const r = await fetch(`${url}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'Qwen/Qwen3.5-9B', prompt: `request ${k}: ${'tell me about GPUs '.repeat(5 + k)}`, max_tokens: maxTokens, ignore_eos: true }),
+      body: JSON.stringify({
+        model: 'Qwen/Qwen3.5-9B',
+        prompt: `request ${k}: ${'tell me about GPUs '.repeat(5 + k)}`,
+        max_tokens: maxTokens,
+        ignore_eos: true,
+      }),
     });
     const j = (await r.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
     prompt += j.usage.prompt_tokens;
@@ -99,7 +138,9 @@ async function traffic(url: string, n: number, maxTokens: number) {
 }
 
 describe('cost from the history of real probes (simulator, known traffic, a restart)', () => {
-  it('token deltas across a restart, GPU-hours and dollars match the hand computation', { timeout: 240_000 }, async () => {
+  it('token deltas across a restart, GPU-hours and dollars match the hand computation', {
+    timeout: 240_000,
+  }, async () => {
     const d = state();
     const env = { env: { SPARKCTL_STATE_DIR: d } };
     let sim = await startSim(fast);
@@ -117,10 +158,15 @@ describe('cost from the history of real probes (simulator, known traffic, a rest
       // the server restarts on the same port (a later --port wins): counters start from zero
       sim = await startSim([...fast, '--port', String(port)], { waitReady: false });
       const url = `http://127.0.0.1:${port}`;
-      expect(await waitFor(async () => (await fetch(`${url}/health`).catch(() => undefined))?.status === 200, 20_000)).toBe(true);
+      expect(
+        await waitFor(async () => (await fetch(`${url}/health`).catch(() => undefined))?.status === 200, 20_000),
+      ).toBe(true);
       sim = { ...sim, url };
       const b = await traffic(sim.url, 2, 7);
-      expect((await cli(['probe', '--url', sim.url, '--prometheus', join(d, 'cost.prom'), '--gpu-hour-price', '2'], env)).exitCode).toBe(0);
+      expect(
+        (await cli(['probe', '--url', sim.url, '--prometheus', join(d, 'cost.prom'), '--gpu-hour-price', '2'], env))
+          .exitCode,
+      ).toBe(0);
 
       const h = lines(d);
       expect(h).toHaveLength(3);
@@ -134,7 +180,10 @@ describe('cost from the history of real probes (simulator, known traffic, a rest
       expect(noGpus.exitCode).toBe(2);
       expect(noGpus.stderr).toContain('--gpus-held N'); // --gpus is the host's GPU count in every other verb
 
-      const r = await cli(['cost', sim.url, '--gpu-hour-price', '2', '--gpus', '2', '--utilization', '0.5', '--json'], env);
+      const r = await cli(
+        ['cost', sim.url, '--gpu-hour-price', '2', '--gpus', '2', '--utilization', '0.5', '--json'],
+        env,
+      );
       expect(r.exitCode, r.stderr).toBe(0);
       const j = JSON.parse(r.stdout);
       expect(j).toMatchObject({ version: 1, kind: 'cost', restarts: 1, samples: 3, gpus: 2 });
@@ -147,9 +196,13 @@ describe('cost from the history of real probes (simulator, known traffic, a rest
       expect(j.split.by).toBe('ratio');
 
       const text = await cli(['cost', sim.url, '--gpu-month-price', '1460', '--gpus', '2'], env);
-      expect(text.stdout).toContain('$1460 per GPU-month / 730 h = $2.0000 per GPU-hour (converted from --gpu-month-price)');
+      expect(text.stdout).toContain(
+        '$1460 per GPU-month / 730 h = $2.0000 per GPU-hour (converted from --gpu-month-price)',
+      );
       expect(text.stdout).toContain('1 restart(s)');
-      expect(text.stdout).toMatch(/vs \$0\.0200 per 1K \(a reference API price; --compare-price sets another\): allocation [\d.]+x/);
+      expect(text.stdout).toMatch(
+        /vs \$0\.0200 per 1K \(a reference API price; --compare-price sets another\): allocation [\d.]+x/,
+      );
 
       const prom = readFileSync(join(d, 'cost.prom'), 'utf8');
       expect(prom).toContain(`sparkctl_cost_tokens_24h{target="${sim.url}",kind="prompt"} ${wantPrompt}`);
@@ -158,12 +211,19 @@ describe('cost from the history of real probes (simulator, known traffic, a rest
     }
   });
 
-  it('the document example through the CLI: $0.0192 per 1K on usage, the monthly price converted and said so', { timeout: 120_000 }, async () => {
+  it('the document example through the CLI: $0.0192 per 1K on usage, the monthly price converted and said so', {
+    timeout: 120_000,
+  }, async () => {
     const d = state();
     const { mkdirSync, copyFileSync } = await import('node:fs');
     mkdirSync(join(d, 'history'));
-    copyFileSync(join(FIXTURES, 'history', 'document-example.jsonl'), join(d, 'history', 'doc-example-0.0a0b0c0d.jsonl'));
-    const r = await cli(['cost', 'doc-example', '--since', '2026-10-01T00:00:00Z', '--gpu-month-price', '1200'], { env: { SPARKCTL_STATE_DIR: d } });
+    copyFileSync(
+      join(FIXTURES, 'history', 'document-example.jsonl'),
+      join(d, 'history', 'doc-example-0.0a0b0c0d.jsonl'),
+    );
+    const r = await cli(['cost', 'doc-example', '--since', '2026-10-01T00:00:00Z', '--gpu-month-price', '1200'], {
+      env: { SPARKCTL_STATE_DIR: d },
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('8 GPU(s) x 24.00 h = 192.00 held; utilisation 78.0 % (measured) -> 149.76 used');
     expect(r.stdout).toContain('12,843,210 (prompt 9,000,000, generation 3,843,210)');
@@ -188,12 +248,18 @@ describe('report', () => {
     return d;
   };
 
-  it('terminal summary: uptime, the incident with its cause, latency, tokens, cost, sparklines', { timeout: 120_000 }, async () => {
+  it('terminal summary: uptime, the incident with its cause, latency, tokens, cost, sparklines', {
+    timeout: 120_000,
+  }, async () => {
     const d = await seed();
-    const r = await cli(['report', 'qwen', '--since', '2026-11-28T00:00:00Z', '--gpu-hour-price', '2'], { env: { SPARKCTL_STATE_DIR: d } });
+    const r = await cli(['report', 'qwen', '--since', '2026-11-28T00:00:00Z', '--gpu-hour-price', '2'], {
+      env: { SPARKCTL_STATE_DIR: d },
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('93.62 % healthy (time-weighted); verdicts: healthy 45, unhealthy 3, unreachable 0');
-    expect(r.stdout).toContain('2026-11-29 10:00Z -> 2026-11-29 11:30Z  qwen-0 unhealthy: inference fail: no token within 5000 ms');
+    expect(r.stdout).toContain(
+      '2026-11-29 10:00Z -> 2026-11-29 11:30Z  qwen-0 unhealthy: inference fail: no token within 5000 ms',
+    );
     expect(r.stdout).toContain('TTFT         p50 92 ms, p90 250 ms, p99 475 ms');
     expect(r.stdout).toContain('prompt 440,000, generation 88,000 (1 restart(s))');
     expect(r.stdout).toContain('$94.00 held, $0.1780 per 1K tokens; usage basis $0.1068 per 1K');
@@ -203,18 +269,25 @@ describe('report', () => {
     expect(none.stderr).toContain('sparkctl probe --all');
   });
 
-  it.skipIf(!existsSync(CHROMIUM))('--html: a self-contained page whose charts draw in real headless Chromium', { timeout: 240_000 }, async () => {
-    const d = await seed();
-    const page = join(d, 'report.html');
-    const r = await cli(['report', 'qwen', '--since', '2026-11-28T00:00:00Z', '--gpu-hour-price', '2', '--html', page], { env: { SPARKCTL_STATE_DIR: d } });
-    expect(r.exitCode, r.stderr).toBe(0);
-    const html = readFileSync(page, 'utf8');
-    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=\s*"http/);
-    expect(html).toContain('the engine is hung');
-    const { errors, inked, shotBytes } = await renderInChromium(page, join(d, 'shot.png'));
-    expect(errors).toEqual([]);
-    expect(inked).toHaveLength(6); // healthy, tokens/s, TTFT, KV cache, GPU temperature, GPU memory
-    for (const n of inked) expect(n).toBeGreaterThan(50);
-    expect(shotBytes).toBeGreaterThan(10_000);
-  });
+  it.skipIf(!existsSync(CHROMIUM))(
+    '--html: a self-contained page whose charts draw in real headless Chromium',
+    { timeout: 240_000 },
+    async () => {
+      const d = await seed();
+      const page = join(d, 'report.html');
+      const r = await cli(
+        ['report', 'qwen', '--since', '2026-11-28T00:00:00Z', '--gpu-hour-price', '2', '--html', page],
+        { env: { SPARKCTL_STATE_DIR: d } },
+      );
+      expect(r.exitCode, r.stderr).toBe(0);
+      const html = readFileSync(page, 'utf8');
+      expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=\s*"http/);
+      expect(html).toContain('the engine is hung');
+      const { errors, inked, shotBytes } = await renderInChromium(page, join(d, 'shot.png'));
+      expect(errors).toEqual([]);
+      expect(inked).toHaveLength(6); // healthy, tokens/s, TTFT, KV cache, GPU temperature, GPU memory
+      for (const n of inked) expect(n).toBeGreaterThan(50);
+      expect(shotBytes).toBeGreaterThan(10_000);
+    },
+  );
 });

@@ -28,8 +28,10 @@ async function liar(claim: number, metrics = ''): Promise<string> {
     req.on('data', (d) => (b += d));
     req.on('end', () => {
       const path = (req.url ?? '').split('?')[0];
-      if (path === '/v1/models') return json(res, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
-      if (path === '/tokenize') return json(res, { count: Math.max(1, Math.round((JSON.parse(b).prompt?.length ?? 4) / 4)) });
+      if (path === '/v1/models')
+        return json(res, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
+      if (path === '/tokenize')
+        return json(res, { count: Math.max(1, Math.round((JSON.parse(b).prompt?.length ?? 4) / 4)) });
       if (path === '/health') return json(res, {});
       if (path === '/metrics') {
         res.writeHead(200, { 'content-type': 'text/plain' });
@@ -37,10 +39,18 @@ async function liar(claim: number, metrics = ''): Promise<string> {
       }
       if (path === '/v1/completions') {
         const body = JSON.parse(b);
-        if (!body.stream) return json(res, { choices: [{ text: 'ab', index: 0, finish_reason: 'length' }], usage: { prompt_tokens: 8, completion_tokens: claim } });
+        if (!body.stream)
+          return json(res, {
+            choices: [{ text: 'ab', index: 0, finish_reason: 'length' }],
+            usage: { prompt_tokens: 8, completion_tokens: claim },
+          });
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(`data: ${JSON.stringify({ choices: [{ text: 'a', index: 0 }], usage: { prompt_tokens: 8, completion_tokens: 1 } })}\n\n`);
-        res.write(`data: ${JSON.stringify({ choices: [{ text: 'b', index: 0 }], usage: { prompt_tokens: 8, completion_tokens: claim } })}\n\n`);
+        res.write(
+          `data: ${JSON.stringify({ choices: [{ text: 'a', index: 0 }], usage: { prompt_tokens: 8, completion_tokens: 1 } })}\n\n`,
+        );
+        res.write(
+          `data: ${JSON.stringify({ choices: [{ text: 'b', index: 0 }], usage: { prompt_tokens: 8, completion_tokens: claim } })}\n\n`,
+        );
         res.end('data: [DONE]\n\n');
         return;
       }
@@ -60,16 +70,55 @@ describe('bench: usage a server claims is bounded by what the request allowed', 
     ['not streamed', ['--no-stream']],
   ])('%s: 3e8 completion tokens is a bad answer (exit 1, said), not an abort', async (_n, extra) => {
     const url = await liar(3e8);
-    const r = await cli(['bench', '--url', url, '--requests', '3', '--warmup', '0', '--input-len', '8', '--output-len', '4', '--scrape-interval', '0', '--json', ...extra], { timeout: 60_000 });
+    const r = await cli(
+      [
+        'bench',
+        '--url',
+        url,
+        '--requests',
+        '3',
+        '--warmup',
+        '0',
+        '--input-len',
+        '8',
+        '--output-len',
+        '4',
+        '--scrape-interval',
+        '0',
+        '--json',
+        ...extra,
+      ],
+      { timeout: 60_000 },
+    );
     expect(r.exitCode, r.stderr).toBe(1);
     const out = JSON.parse(r.stdout);
     expect(out.result.completed).toBe(0);
-    expect(JSON.stringify(out.result.sparkctl.first_errors)).toContain('claims 300000000 completion tokens; the request allowed at most 4');
+    expect(JSON.stringify(out.result.sparkctl.first_errors)).toContain(
+      'claims 300000000 completion tokens; the request allowed at most 4',
+    );
   });
 
   it('a truthful count is kept (the bound is not a refusal of everything)', async () => {
     const url = await liar(2);
-    const r = await cli(['bench', '--url', url, '--requests', '3', '--warmup', '0', '--input-len', '8', '--output-len', '4', '--scrape-interval', '0', '--json'], { timeout: 60_000 });
+    const r = await cli(
+      [
+        'bench',
+        '--url',
+        url,
+        '--requests',
+        '3',
+        '--warmup',
+        '0',
+        '--input-len',
+        '8',
+        '--output-len',
+        '4',
+        '--scrape-interval',
+        '0',
+        '--json',
+      ],
+      { timeout: 60_000 },
+    );
     expect(r.exitCode, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).result.completed).toBe(3);
   });
@@ -91,7 +140,9 @@ describe('/metrics readings a server cannot have', () => {
   it('probe: the metrics step warns and the textfile never says Infinity', { timeout: 60_000 }, async () => {
     const url = await liar(1, '# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc +Inf\n');
     const prom = join(dir, 'p.prom');
-    const r = await cli(['probe', '--url', url, '--model', 'm', '--prometheus', prom, '--json', '--no-history'], { env: { SPARKCTL_STATE_DIR: join(dir, 'state') } });
+    const r = await cli(['probe', '--url', url, '--model', 'm', '--prometheus', prom, '--json', '--no-history'], {
+      env: { SPARKCTL_STATE_DIR: join(dir, 'state') },
+    });
     const metrics = JSON.parse(r.stdout).results[0].steps.find((s: { step: string }) => s.step === 'metrics');
     expect(metrics.status).toBe('warn');
     expect(metrics.detail).toContain('impossible readings ignored: KV cache usage Infinity');

@@ -46,9 +46,15 @@ const fakeVllm =
     const path = (req.url ?? '').split('?')[0]!;
     if (over[path]) return over[path]!(req, res, body);
     if (path === '/health') return json(res, 200, '');
-    if (path === '/v1/models') return json(res, 200, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
-    if (path === '/v1/completions') return json(res, 200, { choices: [{ text: 'x', index: 0, finish_reason: 'length' }], usage: { prompt_tokens: 1, completion_tokens: 1 } });
-    if (path === '/tokenize') return json(res, 200, { count: Math.max(1, Math.round(JSON.parse(body || '{}').prompt?.length / 4 || 1)) });
+    if (path === '/v1/models')
+      return json(res, 200, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
+    if (path === '/v1/completions')
+      return json(res, 200, {
+        choices: [{ text: 'x', index: 0, finish_reason: 'length' }],
+        usage: { prompt_tokens: 1, completion_tokens: 1 },
+      });
+    if (path === '/tokenize')
+      return json(res, 200, { count: Math.max(1, Math.round(JSON.parse(body || '{}').prompt?.length / 4 || 1)) });
     if (path === '/metrics') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       return res.end('');
@@ -66,12 +72,26 @@ afterAll(() => {
 });
 
 const probe = (url: string, extra: string[] = [], env: Record<string, string> = {}) =>
-  cli(['probe', '--url', url, '--step-timeout', '1500ms', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
+  cli(['probe', '--url', url, '--step-timeout', '1500ms', ...extra], {
+    env: { SPARKCTL_STATE_DIR: state, ...env },
+    timeout: 60_000,
+  });
 const prewarm = (url: string, extra: string[] = [], env: Record<string, string> = {}) =>
-  cli(['prewarm', '--url', url, '--deadline', '4', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
+  cli(['prewarm', '--url', url, '--deadline', '4', ...extra], {
+    env: { SPARKCTL_STATE_DIR: state, ...env },
+    timeout: 60_000,
+  });
 
-describe('servers that misbehave: every probe and prewarm ends in time with exit 1 or 3 and a cause', { timeout: 120_000 }, () => {
-  let never: string, hangBody: string, trickle: string, huge: string, badShape: string, nullList: string, redirect: string;
+describe('servers that misbehave: every probe and prewarm ends in time with exit 1 or 3 and a cause', {
+  timeout: 120_000,
+}, () => {
+  let never: string,
+    hangBody: string,
+    trickle: string,
+    huge: string,
+    badShape: string,
+    nullList: string,
+    redirect: string;
   beforeAll(async () => {
     // accepts the connection, never says a word
     const tcp = createTcp(() => {});
@@ -146,16 +166,23 @@ describe('servers that misbehave: every probe and prewarm ends in time with exit
   });
 });
 
-describe('a URL that cannot be right is exit 2 at once; a host that does not resolve is exit 3', { timeout: 120_000 }, () => {
-  it.each(['file:///etc/passwd', 'ftp://127.0.0.1/', 'http://127.0.0.1:99999', 'not a url', 'http://'])('%s', async (u) => {
-    for (const verb of [probe, prewarm]) {
-      const r = await verb(u, [], {});
-      expect(r.exitCode, `${u}: ${r.stderr}`).toBe(2);
-      expect(r.stderr).toMatch(/--url: /);
-    }
-    const w = await cli(['probe', '--url', 'http://127.0.0.1:1', '--alert-webhook', u], { env: { SPARKCTL_STATE_DIR: state } });
-    expect(w.exitCode).toBe(2);
-  });
+describe('a URL that cannot be right is exit 2 at once; a host that does not resolve is exit 3', {
+  timeout: 120_000,
+}, () => {
+  it.each(['file:///etc/passwd', 'ftp://127.0.0.1/', 'http://127.0.0.1:99999', 'not a url', 'http://'])(
+    '%s',
+    async (u) => {
+      for (const verb of [probe, prewarm]) {
+        const r = await verb(u, [], {});
+        expect(r.exitCode, `${u}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toMatch(/--url: /);
+      }
+      const w = await cli(['probe', '--url', 'http://127.0.0.1:1', '--alert-webhook', u], {
+        env: { SPARKCTL_STATE_DIR: state },
+      });
+      expect(w.exitCode).toBe(2);
+    },
+  );
   it('an unresolvable host', async () => {
     const p = await probe('http://no-such-host.invalid:8000');
     expect(p.exitCode, p.stdout + p.stderr).toBe(3);
@@ -174,15 +201,24 @@ describe('credentials never reach output, files, labels or webhooks', { timeout:
       hook += body;
       json(res, 200, {});
     });
-    const echo = await serveHttp(fakeVllm({ '/v1/completions': (req, res) => json(res, 401, { error: { message: `invalid key ${String(req.headers.authorization).replace('Bearer ', '')}` } }) }));
+    const echo = await serveHttp(
+      fakeVllm({
+        '/v1/completions': (req, res) =>
+          json(res, 401, {
+            error: { message: `invalid key ${String(req.headers.authorization).replace('Bearer ', '')}` },
+          }),
+      }),
+    );
     const url = echo.replace('http://', 'http://admin:hunter2pass@');
     const prom = join(state, 'p.prom');
     const r = await probe(url, ['--prometheus', prom, '--alert-webhook', webhook, '--json'], { SPARKCTL_API_KEY: KEY });
     expect(r.exitCode, r.stderr).toBe(1);
     expect(r.stdout).toContain('<redacted>'); // the echoed key, masked
-    const files = [prom, join(state, 'probe-state.json'), ...readdirSync(state, { recursive: true }).map((f) => join(state, String(f)))].filter(
-      (f) => existsSync(f) && !readdirSync(state).includes(''),
-    );
+    const files = [
+      prom,
+      join(state, 'probe-state.json'),
+      ...readdirSync(state, { recursive: true }).map((f) => join(state, String(f))),
+    ].filter((f) => existsSync(f) && !readdirSync(state).includes(''));
     const everything = [
       r.stdout,
       r.stderr,
@@ -202,7 +238,9 @@ describe('credentials never reach output, files, labels or webhooks', { timeout:
   });
 });
 
-describe('items 11, 14: unusable folders are exit 2 with a message, and probe still prints its verdict', { timeout: 120_000 }, () => {
+describe('items 11, 14: unusable folders are exit 2 with a message, and probe still prints its verdict', {
+  timeout: 120_000,
+}, () => {
   let ok: string;
   beforeAll(async () => {
     ok = await serveHttp(fakeVllm());
@@ -219,7 +257,10 @@ describe('items 11, 14: unusable folders are exit 2 with a message, and probe st
     expect(p.exitCode).toBe(2);
   });
   it('state folder under /proc or a dangling link: exit 2', async () => {
-    for (const dir of ['/proc/sparkctl-state', (symlinkSync(join(state, 'nowhere'), join(state, 'dangling')), join(state, 'dangling'))]) {
+    for (const dir of [
+      '/proc/sparkctl-state',
+      (symlinkSync(join(state, 'nowhere'), join(state, 'dangling')), join(state, 'dangling')),
+    ]) {
       const st = await cli(['status'], { env: { SPARKCTL_STATE_DIR: dir } });
       expect(st.exitCode, `${dir}: ${st.stderr}`).toBe(2);
       expect(st.stderr).toMatch(/state folder/);
@@ -239,7 +280,9 @@ describe('items 11, 14: unusable folders are exit 2 with a message, and probe st
     writeFileSync(join(state, 'afile'), 'x');
     symlinkSync(join(state, 'nowhere'), join(state, 'dangling'));
     for (const out of [join(state, 'afile'), join(state, 'dangling')]) {
-      const c = await cli(['collect', '--out-dir', out, '--probe-timeout', '2000'], { env: { SPARKCTL_STATE_DIR: state } });
+      const c = await cli(['collect', '--out-dir', out, '--probe-timeout', '2000'], {
+        env: { SPARKCTL_STATE_DIR: state },
+      });
       expect(c.exitCode, c.stderr).toBe(2);
       expect(c.stderr).toMatch(/--out/);
     }

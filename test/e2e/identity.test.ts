@@ -10,16 +10,40 @@ import { cli, isolated, freePort, processesMarked, waitFor, portOpen, RUN_MARK, 
 import { processStartTime } from '../../src/util/pid.js';
 
 let port: number;
-const t = isolated({ prefix: 'sparkctl-ident-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' }, stopArgs: ['--grace', '2', '--force-forget'], noneLeft: false });
+const t = isolated({
+  prefix: 'sparkctl-ident-',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' },
+  stopArgs: ['--grace', '2', '--force-forget'],
+  noneLeft: false,
+});
 const env = t.env;
-const serve = () => cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'], { env: env() });
+const serve = () =>
+  cli(
+    [
+      'serve',
+      'qwen3.5-9b',
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=1',
+    ],
+    { env: env() },
+  );
 const entryFile = () => join(t.state, 'instances', 'qwen3.5-9b-0.json');
 const alive = (pid: number) => processStartTime(pid) !== undefined;
 
 /** An unrelated process in its own session and group, like `setsid sleep 300` of another user's job. */
 async function bystander() {
   // Not detached: then setsid execs sleep in place (no fork), so p.pid is the sleeper, its own group.
-  const p = execa('setsid', ['sleep', '300'], { env: { SPARKCTL_TEST_RUN: RUN_MARK, SPARKCTL_TEST_CASE: t.marker }, reject: false });
+  const p = execa('setsid', ['sleep', '300'], {
+    env: { SPARKCTL_TEST_RUN: RUN_MARK, SPARKCTL_TEST_CASE: t.marker },
+    reject: false,
+  });
   await waitFor(() => Boolean(p.pid && alive(p.pid)), 5000);
   return p.pid!; // not p: an execa result is a thenable, and awaiting it waits for the sleep
 }
@@ -51,7 +75,9 @@ beforeEach(async () => {
 });
 
 describe('an entry that cannot be proven is never signalled', { timeout: 120_000 }, () => {
-  it('no start time, pgid != pid, a wrong marker: the bystander survives stop --all; status says why; --force-forget drops the records', { timeout: 60_000 }, async () => {
+  it('no start time, pgid != pid, a wrong marker: the bystander survives stop --all; status says why; --force-forget drops the records', {
+    timeout: 60_000,
+  }, async () => {
     const pid = await bystander();
     const start = processStartTime(pid)!;
     plant('no-start-time', { pid, pgid: pid });
@@ -61,7 +87,11 @@ describe('an entry that cannot be proven is never signalled', { timeout: 120_000
     const st = await cli(['status', '--json'], { env: env() });
     expect(st.exitCode, st.stderr).toBe(0);
     const j = JSON.parse(st.stdout);
-    expect(j.instances.map((i: { name: string; process: string }) => `${i.name}:${i.process}`).sort()).toEqual(['no-start-time:unproven', 'other-group:unproven', 'wrong-marker:unproven']);
+    expect(j.instances.map((i: { name: string; process: string }) => `${i.name}:${i.process}`).sort()).toEqual([
+      'no-start-time:unproven',
+      'other-group:unproven',
+      'wrong-marker:unproven',
+    ]);
     expect(j.instances.find((i: { name: string }) => i.name === 'no-start-time').why).toMatch(/no start time/);
     const human = await cli(['status'], { env: env() });
     expect(human.stderr).toMatch(/never signalled; sparkctl stop --force-forget/);
@@ -74,7 +104,11 @@ describe('an entry that cannot be proven is never signalled', { timeout: 120_000
     await sleep(300);
     expect(alive(pid), 'the bystander was signalled').toBe(true);
     expect(alive(process.pid)).toBe(true);
-    expect(readdirSync(join(t.state, 'instances')).sort()).toEqual(['no-start-time.json', 'other-group.json', 'wrong-marker.json']);
+    expect(readdirSync(join(t.state, 'instances')).sort()).toEqual([
+      'no-start-time.json',
+      'other-group.json',
+      'wrong-marker.json',
+    ]);
 
     const forget = await cli(['stop', '--all', '--force-forget'], { env: env() });
     expect(forget.exitCode, forget.stdout + forget.stderr).toBe(0);
@@ -119,7 +153,9 @@ describe('the process group is the unit', { timeout: 120_000 }, () => {
   });
 });
 
-describe('corrupt state is reported and kept aside, never fatal, never hiding a live server', { timeout: 120_000 }, () => {
+describe('corrupt state is reported and kept aside, never fatal, never hiding a live server', {
+  timeout: 120_000,
+}, () => {
   it('a truncated entry of a live server: stop --all still stops it (found by its marker)', async () => {
     const r = await serve();
     expect(r.exitCode, r.stderr).toBe(0);

@@ -35,11 +35,14 @@ describe('the systemd unit cannot be injected into', { timeout: 120_000 }, () =>
 });
 
 describe('--set cannot reach the object prototype; --gpus is decimal', { timeout: 120_000 }, () => {
-  it.each(['__proto__.x=1', 'constructor.prototype.x=1', 'engine.__proto__.polluted=1'])('--set %s: exit 2', async (s) => {
-    const r = await cli(['plan', 'qwen3.5-9b', '--set', s]);
-    expect(r.exitCode, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/is not a field of a profile/);
-  });
+  it.each(['__proto__.x=1', 'constructor.prototype.x=1', 'engine.__proto__.polluted=1'])(
+    '--set %s: exit 2',
+    async (s) => {
+      const r = await cli(['plan', 'qwen3.5-9b', '--set', s]);
+      expect(r.exitCode, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/is not a field of a profile/);
+    },
+  );
   it.each(['0x10', '1e3', '0b1', ' 8', '8.0', '-1'])('--gpus %j: exit 2', async (g) => {
     const r = await cli(['plan', 'qwen3.5-9b', '--gpus', g]);
     expect(r.exitCode, r.stderr).toBe(2);
@@ -55,7 +58,9 @@ describe('--verbose prints stack traces only for internal errors', { timeout: 12
     const a = await cli(['--verbose', 'plan', 'no-such-profile']);
     expect(a.exitCode).toBe(2);
     expect(a.stderr).not.toMatch(/\n\s+at /);
-    const b = await cli(['--verbose', 'prewarm', '--url', 'http://127.0.0.1:1', '--deadline', '1'], { env: { SPARKCTL_STATE_DIR: dir } });
+    const b = await cli(['--verbose', 'prewarm', '--url', 'http://127.0.0.1:1', '--deadline', '1'], {
+      env: { SPARKCTL_STATE_DIR: dir },
+    });
     expect(b.exitCode).toBe(3);
     expect(b.stderr).not.toMatch(/\n\s+at /);
   });

@@ -14,16 +14,39 @@ const home = join(dir, 'home');
 const sparkctl = join(prefix, 'bin', 'sparkctl');
 const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version as string;
 // What a fresh box has: node on PATH, no npm cache of ours, no NODE_PATH, no checkout.
-const bare = () => ({ PATH: `${join(prefix, 'bin')}:${process.env.PATH}`, HOME: home, NO_COLOR: '1', SPARKCTL_STATE_DIR: join(dir, 'state') });
+const bare = () => ({
+  PATH: `${join(prefix, 'bin')}:${process.env.PATH}`,
+  HOME: home,
+  NO_COLOR: '1',
+  SPARKCTL_STATE_DIR: join(dir, 'state'),
+});
 let tarball: string;
 
 describe('sparkctl from its tarball', { timeout: 90_000 }, () => {
   beforeAll(async () => {
-    const p = await execa(process.execPath, [join(ROOT, 'scripts', 'pack.mjs'), '--out', join(dir, 'release'), '--json'], { cwd: ROOT });
+    const p = await execa(
+      process.execPath,
+      [join(ROOT, 'scripts', 'pack.mjs'), '--out', join(dir, 'release'), '--json'],
+      { cwd: ROOT },
+    );
     tarball = JSON.parse(p.stdout).file;
     const i = await execa(
       'npm',
-      ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', '--fetch-retries', '0', '--registry', 'http://127.0.0.1:9/', '--cache', join(dir, 'npm-cache'), tarball],
+      [
+        'install',
+        '-g',
+        '--prefix',
+        prefix,
+        '--no-audit',
+        '--no-fund',
+        '--fetch-retries',
+        '0',
+        '--registry',
+        'http://127.0.0.1:9/',
+        '--cache',
+        join(dir, 'npm-cache'),
+        tarball,
+      ],
       { cwd: dir, env: { HOME: home, npm_config_update_notifier: 'false' }, extendEnv: true, reject: false },
     );
     expect(i.exitCode, i.stderr).toBe(0);
@@ -34,7 +57,12 @@ describe('sparkctl from its tarball', { timeout: 90_000 }, () => {
     expect(tarball).toBe(join(dir, 'release', `sparkctl-${version}.tgz`));
     const lib = realpathSync(join(prefix, 'lib', 'node_modules', 'sparkctl'));
     const pkg = JSON.parse(readFileSync(join(lib, 'package.json'), 'utf8'));
-    expect(pkg).toMatchObject({ name: 'sparkctl', version, bin: { sparkctl: 'bin/sparkctl.js' }, engines: { node: '>=20.18' } });
+    expect(pkg).toMatchObject({
+      name: 'sparkctl',
+      version,
+      bin: { sparkctl: 'bin/sparkctl.js' },
+      engines: { node: '>=20.18' },
+    });
     expect(pkg.dependencies).toBeUndefined();
     expect(pkg.scripts).toBeUndefined();
     // nothing was fetched: no node_modules inside the installed package
@@ -49,7 +77,12 @@ describe('sparkctl from its tarball', { timeout: 90_000 }, () => {
     const v = await execa('sparkctl', ['--version'], { cwd: dir, env: bare(), extendEnv: false, reject: false });
     expect(v.exitCode, v.stderr).toBe(0);
     expect(v.stdout).toBe(version);
-    const d = await execa('sparkctl', ['serve', 'qwen3.5-9b-spark', '--dry-run', '--json'], { cwd: dir, env: bare(), extendEnv: false, reject: false });
+    const d = await execa('sparkctl', ['serve', 'qwen3.5-9b-spark', '--dry-run', '--json'], {
+      cwd: dir,
+      env: bare(),
+      extendEnv: false,
+      reject: false,
+    });
     expect(d.exitCode, d.stderr).toBe(0);
     const j = JSON.parse(d.stdout);
     // the shipped profile was found inside the installed package, and the command is vLLM's
@@ -57,7 +90,11 @@ describe('sparkctl from its tarball', { timeout: 90_000 }, () => {
     expect(j.replicas[0].argv.slice(0, 3)).toEqual(['vllm', 'serve', 'Qwen/Qwen3.5-9B']);
     expect(j.replicas[0].argv.join(' ')).toContain('--tool-call-parser qwen3_coder');
     // and it is the very plan the checkout's CLI makes
-    const here = await execa(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), 'serve', 'qwen3.5-9b-spark', '--dry-run', '--json'], { cwd: dir, env: bare(), extendEnv: false, reject: false });
+    const here = await execa(
+      process.execPath,
+      [join(ROOT, 'bin', 'sparkctl.js'), 'serve', 'qwen3.5-9b-spark', '--dry-run', '--json'],
+      { cwd: dir, env: bare(), extendEnv: false, reject: false },
+    );
     expect(d.stdout).toBe(here.stdout);
   });
 
@@ -65,7 +102,11 @@ describe('sparkctl from its tarball', { timeout: 90_000 }, () => {
     const bin = realpathSync(sparkctl);
     const r = await execa(
       process.execPath,
-      ['--input-type=module', '-e', `Object.defineProperty(process.versions, 'node', { value: '18.19.1' }); process.argv.push('status'); await import(${JSON.stringify(bin)});`],
+      [
+        '--input-type=module',
+        '-e',
+        `Object.defineProperty(process.versions, 'node', { value: '18.19.1' }); process.argv.push('status'); await import(${JSON.stringify(bin)});`,
+      ],
       { cwd: dir, env: bare(), extendEnv: false, reject: false },
     );
     expect(r.exitCode).toBe(2);

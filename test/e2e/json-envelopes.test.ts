@@ -39,25 +39,85 @@ const ROWS: Array<[string, () => string[], string, number]> = [
   ['plan', () => ['plan', 'qwen3.5-9b', '--json'], 'memory-plan', 0],
   ['profiles list', () => ['profiles', 'list', '--json'], 'profiles', 0],
   ['profiles show', () => ['profiles', 'show', 'qwen3.5-9b', '--json'], 'profile', 0],
-  ['profiles validate', () => ['profiles', 'validate', join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), '--json'], 'validation', 0],
-  ['profiles import', () => ['profiles', 'import', join(FIXTURES, 'recipes', 'spark-arena--qwen3.6-27b-fp8-vllm.yaml'), '--json'], 'recipe-import', 0],
-  ['preflight of a bundle (it finds problems)', () => ['preflight', '--from', join(FIXTURES, 'bundles', 'h200x1-device-collect'), '--json'], 'preflight', 1],
+  [
+    'profiles validate',
+    () => ['profiles', 'validate', join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), '--json'],
+    'validation',
+    0,
+  ],
+  [
+    'profiles import',
+    () => ['profiles', 'import', join(FIXTURES, 'recipes', 'spark-arena--qwen3.6-27b-fp8-vllm.yaml'), '--json'],
+    'recipe-import',
+    0,
+  ],
+  [
+    'preflight of a bundle (it finds problems)',
+    () => ['preflight', '--from', join(FIXTURES, 'bundles', 'h200x1-device-collect'), '--json'],
+    'preflight',
+    1,
+  ],
   ['serve --dry-run', () => ['serve', 'qwen3.5-9b', '--dry-run', '--json'], 'launch-plan', 0],
-  ['serve --nodes --dry-run', () => ['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json'], 'multinode-plan', 0],
+  [
+    'serve --nodes --dry-run',
+    () => ['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json'],
+    'multinode-plan',
+    0,
+  ],
   ['probe --url', () => ['probe', '--url', sim.url, '--json'], 'probe', 0],
   ['probe --url again (history for cost and report)', () => ['probe', '--url', sim.url, '--json'], 'probe', 0],
   ['prewarm --url', () => ['prewarm', '--url', sim.url, '--json'], 'prewarm', 0],
-  ['bench --url', () => ['bench', '--url', sim.url, '--requests', '3', '--warmup', '0', '--input-len', '8', '--output-len', '4', '--scrape-every', '0', '--save-result', saved, '--json'], 'bench', 0],
+  [
+    'bench --url',
+    () => [
+      'bench',
+      '--url',
+      sim.url,
+      '--requests',
+      '3',
+      '--warmup',
+      '0',
+      '--input-len',
+      '8',
+      '--output-len',
+      '4',
+      '--scrape-every',
+      '0',
+      '--save-result',
+      saved,
+      '--json',
+    ],
+    'bench',
+    0,
+  ],
   ['bench compare', () => ['bench', 'compare', saved, saved, '--json'], 'bench-compare', 0],
   ['cost of a URL target', () => ['cost', sim.url, '--gpus', '1', '--gpu-hour-price', '2', '--json'], 'cost', 0],
   ['report of a URL target', () => ['report', sim.url, '--json'], 'report', 0],
-  ['serve on the simulator', () => ['serve', 'qwen3.5-9b', '--engine', 'sim', '--gpus', '1', '--no-prewarm', '--set', `server.port=${port}`, '--json'], 'serve', 0],
+  [
+    'serve on the simulator',
+    () => [
+      'serve',
+      'qwen3.5-9b',
+      '--engine',
+      'sim',
+      '--gpus',
+      '1',
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      '--json',
+    ],
+    'serve',
+    0,
+  ],
   ['status with a server', () => ['status', '--json'], 'status', 0],
   ['stop', () => ['stop', '--all', '--json'], 'stop', 0],
 ];
 let port = 0;
 
-/** A bench envelope whose only problem is bench's self-check: the run is marked invalid for the client's own reasons. */
+/**
+ * A bench envelope whose only problem is bench's self-check: the run is marked invalid for the client's own reasons.
+ */
 function clientBottleneckOnly(stdout: string): boolean {
   try {
     const s = JSON.stringify(JSON.parse(stdout));

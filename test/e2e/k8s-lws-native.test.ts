@@ -20,7 +20,8 @@ function podArgv(line: string, env: Record<string, string>): string[] {
     .split('\n');
 }
 
-const normal = (a: string[]) => a.map((x, i) => (a[i - 1] === '--master-addr' ? 'HEAD' : a[i - 1] === '--host' ? 'HOST' : x));
+const normal = (a: string[]) =>
+  a.map((x, i) => (a[i - 1] === '--master-addr' ? 'HEAD' : a[i - 1] === '--host' ? 'HOST' : x));
 
 describe('k8s LeaderWorkerSet with executor mp (native multi-node)', () => {
   it("leader: rank 0 serving the API; workers: --headless with LWS_WORKER_INDEX as rank; each pod's argv is serve --nodes' argv for that rank", async () => {
@@ -40,14 +41,33 @@ describe('k8s LeaderWorkerSet with executor mp (native multi-node)', () => {
     expect(worker.readinessProbe).toBeUndefined();
     expect(svc.spec.selector.role).toBe('leader');
 
-    const plan = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json', ...MP]);
+    const plan = await cli([
+      'serve',
+      'qwen3-200b',
+      '--nodes',
+      join(FIXTURES, 'nodes-4.yaml'),
+      '--dry-run',
+      '--json',
+      ...MP,
+    ]);
     expect(plan.exitCode, plan.stderr).toBe(0);
     const steps = JSON.parse(plan.stdout).steps as Array<{ argv: string[][] }>;
-    const lead = podArgv(leader.command[2], { LWS_LEADER_ADDRESS: 'qwen3-200b-0.qwen3-200b.default', LWS_WORKER_INDEX: '0', LWS_GROUP_SIZE: '4' });
-    expect(lead.slice(lead.indexOf('--master-addr'), lead.indexOf('--master-addr') + 2)).toEqual(['--master-addr', 'qwen3-200b-0.qwen3-200b.default']);
+    const lead = podArgv(leader.command[2], {
+      LWS_LEADER_ADDRESS: 'qwen3-200b-0.qwen3-200b.default',
+      LWS_WORKER_INDEX: '0',
+      LWS_GROUP_SIZE: '4',
+    });
+    expect(lead.slice(lead.indexOf('--master-addr'), lead.indexOf('--master-addr') + 2)).toEqual([
+      '--master-addr',
+      'qwen3-200b-0.qwen3-200b.default',
+    ]);
     expect(normal(lead)).toEqual(normal(steps[0]!.argv[0]!));
     for (const rank of [1, 2, 3]) {
-      const a = podArgv(worker.command[2], { LWS_LEADER_ADDRESS: 'qwen3-200b-0.qwen3-200b.default', LWS_WORKER_INDEX: String(rank), LWS_GROUP_SIZE: '4' });
+      const a = podArgv(worker.command[2], {
+        LWS_LEADER_ADDRESS: 'qwen3-200b-0.qwen3-200b.default',
+        LWS_WORKER_INDEX: String(rank),
+        LWS_GROUP_SIZE: '4',
+      });
       expect(a.slice(a.indexOf('--node-rank'), a.indexOf('--node-rank') + 2)).toEqual(['--node-rank', String(rank)]);
       expect(a.at(-1)).toBe('--headless');
       expect(normal(a)).toEqual(normal(steps[rank]!.argv[0]!));
@@ -59,7 +79,16 @@ describe('k8s LeaderWorkerSet with executor mp (native multi-node)', () => {
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('--node-count 5: parallel.executor mp runs TP 8 x PP 4 = 32 ranks evenly over the pods');
     expect(r.stderr).toContain('--node-count 4');
-    const old = await cli(['k8s', 'qwen3-200b', '--node-count', '4', '--set', 'parallel.executor=mp', '--set', 'engine.vllmVersion=0.11.0']);
+    const old = await cli([
+      'k8s',
+      'qwen3-200b',
+      '--node-count',
+      '4',
+      '--set',
+      'parallel.executor=mp',
+      '--set',
+      'engine.vllmVersion=0.11.0',
+    ]);
     expect(old.exitCode, old.stderr).toBe(0);
     expect(old.stdout).toContain('ray start --head');
   });

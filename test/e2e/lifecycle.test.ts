@@ -7,10 +7,21 @@ import { join } from 'node:path';
 import { cli, isolated, freePortRange, processesMarked, waitFor, portOpen, BIN, RUN_MARK, sleep } from '../helpers.js';
 
 let base: number;
-const t = isolated({ prefix: 'sparkctl-state-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' } });
+const t = isolated({
+  prefix: 'sparkctl-state-',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' },
+});
 const env = t.env;
-const at = (port: number, replicas = 1) => ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', `parallel.replicas=${replicas}`];
-const serve = (args: string[], extra: Record<string, string> = {}) => cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...args], { env: env(extra) });
+const at = (port: number, replicas = 1) => [
+  '--set',
+  `server.port=${port}`,
+  '--set',
+  'server.host=127.0.0.1',
+  '--set',
+  `parallel.replicas=${replicas}`,
+];
+const serve = (args: string[], extra: Record<string, string> = {}) =>
+  cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...args], { env: env(extra) });
 
 /** What is left in a replica's IPC folder, and which of it /proc/net/unix still lists (a failure's message). */
 function ipcLeft(dir: string): string {
@@ -41,7 +52,8 @@ describe('serve --engine sim: the whole pipeline', () => {
     expect(processesMarked(t.marker).length).toBe(8);
     // vLLM's IPC sockets in each replica's own folder (engine/runtime/ipc-folder.ts), not the shared temp folder
     const ipc = (i: number) => join(t.state, 'ipc', `qwen3.5-9b-${i}`);
-    for (let i = 0; i < 4; i++) expect(readdirSync(ipc(i)).filter((f) => lstatSync(join(ipc(i), f)).isSocket())).toHaveLength(7);
+    for (let i = 0; i < 4; i++)
+      expect(readdirSync(ipc(i)).filter((f) => lstatSync(join(ipc(i), f)).isSocket())).toHaveLength(7);
 
     const st = await cli(['status', '--json'], { env: env() });
     const j = JSON.parse(st.stdout);
@@ -78,15 +90,30 @@ describe('serve --engine sim: the whole pipeline', () => {
 describe('secrets', () => {
   it('an API key never reaches argv, state files, logs or output; the server really requires it', async () => {
     const KEY = `sk-test-${randomUUID()}`;
-    const r = await cli(['serve', 'qwen-prod', '--engine', 'sim', '--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--no-prewarm'], { env: env({ QWEN_PROD_API_KEY: KEY }) });
+    const r = await cli(
+      [
+        'serve',
+        'qwen-prod',
+        '--engine',
+        'sim',
+        '--set',
+        `server.port=${base}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--no-prewarm',
+      ],
+      { env: env({ QWEN_PROD_API_KEY: KEY }) },
+    );
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/auth pass/);
     // argv of every process we started
-    for (const pid of processesMarked(t.marker)) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(KEY);
+    for (const pid of processesMarked(t.marker))
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(KEY);
     // every file under the state folder: registry entries and logs
     const files: string[] = [];
     const walk = (d: string) => {
-      for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : f.isFile() && files.push(join(d, f.name));
+      for (const f of readdirSync(d, { withFileTypes: true }))
+        f.isDirectory() ? walk(join(d, f.name)) : f.isFile() && files.push(join(d, f.name));
     };
     walk(t.state);
     expect(files.length).toBeGreaterThan(1);
@@ -96,7 +123,9 @@ describe('secrets', () => {
     expect(st.stdout).not.toContain(KEY);
     // without the key in the environment, serve refuses before launching
     await cli(['stop', '--all'], { env: env() });
-    const nokey = await cli(['serve', 'qwen-prod', '--engine', 'sim', '--set', `server.port=${base}`, '--no-prewarm'], { env: env() });
+    const nokey = await cli(['serve', 'qwen-prod', '--engine', 'sim', '--set', `server.port=${base}`, '--no-prewarm'], {
+      env: env(),
+    });
     expect(nokey.exitCode).toBe(2);
     expect(nokey.stderr).toContain('server.apiKeyEnv names QWEN_PROD_API_KEY, which is not set');
   });
@@ -119,7 +148,10 @@ describe('launch failures: cause, fix, last log lines, nothing left, exit 4', ()
   });
 
   it('hang-at-load: the stall timer ends it', async () => {
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--no-prewarm', '--set', 'server.stallTimeoutSeconds=1'], { env: env({ SPARKCTL_SIM_FAULT: 'hang-at-load' }) });
+    const r = await cli(
+      ['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--no-prewarm', '--set', 'server.stallTimeoutSeconds=1'],
+      { env: env({ SPARKCTL_SIM_FAULT: 'hang-at-load' }) },
+    );
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toMatch(/no log output for \d+ s \(stall timeout\)/);
     expect(processesMarked(t.marker)).toEqual([]);
@@ -133,14 +165,29 @@ describe('launch failures: cause, fix, last log lines, nothing left, exit 4', ()
 
   it('a flag this vLLM does not know: rendered for 0.10, run on 0.17', async () => {
     // the installed vLLM (the simulator's version) is 0.17; the profile says 0.10
-    const r = await serve([...at(base), '--no-prewarm', '--set', 'engine.vllmVersion="0.10.0"'], { SPARKCTL_SIM_VLLM_VERSION: '0.17.0' });
+    const r = await serve([...at(base), '--no-prewarm', '--set', 'engine.vllmVersion="0.10.0"'], {
+      SPARKCTL_SIM_VLLM_VERSION: '0.17.0',
+    });
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('cause: this vLLM does not know the flag(s) --disable-log-requests');
     expect(r.stderr).toContain('set engine.vllmVersion to the installed vLLM');
   });
 
   it('vllm not installed: says so, exit 4', async () => {
-    const r = await cli(['serve', 'qwen3.5-9b', ...at(base), '--no-prewarm', '--skip-preflight', '--gpus', '8', '--vllm-bin', '/nonexistent/vllm'], { env: env() });
+    const r = await cli(
+      [
+        'serve',
+        'qwen3.5-9b',
+        ...at(base),
+        '--no-prewarm',
+        '--skip-preflight',
+        '--gpus',
+        '8',
+        '--vllm-bin',
+        '/nonexistent/vllm',
+      ],
+      { env: env() },
+    );
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('/nonexistent/vllm not found');
   });
@@ -149,16 +196,46 @@ describe('launch failures: cause, fix, last log lines, nothing left, exit 4', ()
 describe('refusals and crashes', () => {
   it('two serves on one port: the second is refused before launching (exit 2)', async () => {
     expect((await serve([...at(base), '--no-prewarm'])).exitCode).toBe(0);
-    const second = await cli(['serve', 'qwen-dev', '--engine', 'sim', '--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--no-prewarm', '--skip-preflight'], { env: env() });
+    const second = await cli(
+      [
+        'serve',
+        'qwen-dev',
+        '--engine',
+        'sim',
+        '--set',
+        `server.port=${base}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--no-prewarm',
+        '--skip-preflight',
+      ],
+      { env: env() },
+    );
     expect(second.exitCode).toBe(2);
     expect(second.stderr).toMatch(
-      new RegExp(`port ${base}, qwen-dev-0's \\(server\\.port\\): held by qwen3\\.5-9b-0 \\(profile qwen3\\.5-9b, pid \\d+\\); fix: --set server\\.port=N, or sparkctl stop qwen3\\.5-9b`),
+      new RegExp(
+        `port ${base}, qwen-dev-0's \\(server\\.port\\): held by qwen3\\.5-9b-0 \\(profile qwen3\\.5-9b, pid \\d+\\); fix: --set server\\.port=N, or sparkctl stop qwen3\\.5-9b`,
+      ),
     );
   });
 
   it('a GPU that a running server holds is refused (simulated GPUs too)', async () => {
     expect((await serve([...at(base, 4), '--no-prewarm'])).exitCode).toBe(0);
-    const dev = await cli(['serve', 'qwen-dev', '--engine', 'sim', '--set', `server.port=${base + 10}`, '--set', 'server.host=127.0.0.1', '--no-prewarm', '--skip-preflight'], { env: env() });
+    const dev = await cli(
+      [
+        'serve',
+        'qwen-dev',
+        '--engine',
+        'sim',
+        '--set',
+        `server.port=${base + 10}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--no-prewarm',
+        '--skip-preflight',
+      ],
+      { env: env() },
+    );
     expect(dev.exitCode).toBe(2);
     // both at the shipped 0.92: the co-location rule's sum is more than one GPU
     expect(dev.stderr).toMatch(
@@ -189,7 +266,10 @@ describe('refusals and crashes', () => {
       env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '1' }), SPARKCTL_TEST_RUN: RUN_MARK },
       reject: false,
     });
-    expect(await waitFor(() => existsSync(join(t.state, 'instances', 'qwen3.5-9b-0.json')), 20_000), 'serve registered its replica').toBe(true);
+    expect(
+      await waitFor(() => existsSync(join(t.state, 'instances', 'qwen3.5-9b-0.json')), 20_000),
+      'serve registered its replica',
+    ).toBe(true);
     p.kill('SIGKILL');
     await p;
     const st = JSON.parse((await cli(['status', '--json'], { env: env() })).stdout);
@@ -199,7 +279,10 @@ describe('refusals and crashes', () => {
     expect(stop.exitCode).toBe(0);
     expect(stop.stdout, stop.stdout + stop.stderr).toMatch(/qwen3\.5-9b-0: stopped \(SIGTERM\) in \d+\.\d s/);
     expect(processesMarked(t.marker)).toEqual([]);
-    expect(existsSync(join(t.state, 'ipc', 'qwen3.5-9b-0')), ipcLeft(join(t.state, 'ipc', 'qwen3.5-9b-0')) + stop.stdout + stop.stderr).toBe(false);
+    expect(
+      existsSync(join(t.state, 'ipc', 'qwen3.5-9b-0')),
+      ipcLeft(join(t.state, 'ipc', 'qwen3.5-9b-0')) + stop.stdout + stop.stderr,
+    ).toBe(false);
   }, 60_000);
 
   it('a stale entry (the process is gone) is cleaned by status', async () => {
@@ -227,7 +310,11 @@ describe('refusals and crashes', () => {
   });
 
   it('--foreground: stays attached, SIGTERM stops the group, exits with the server status', async () => {
-    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--foreground', '--no-prewarm'], { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
+    const p = execa(
+      process.execPath,
+      [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--foreground', '--no-prewarm'],
+      { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false },
+    );
     // Ready (registered with readyAt), not merely listening: a signal before ready is an interrupted launch (exit 4).
     const readyAt = () => {
       try {
@@ -255,7 +342,10 @@ describe('logs', () => {
     writeFileSync(log, 'line one\nline two\n');
     const last = await cli(['logs', 'old-0', '-n', '1'], { env: env() });
     expect(last.stdout).toBe('line two'); // (execa strips the final newline)
-    const p = execa(process.execPath, [BIN, 'logs', 'old', '-f', '-n', '0'], { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
+    const p = execa(process.execPath, [BIN, 'logs', 'old', '-f', '-n', '0'], {
+      env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK },
+      reject: false,
+    });
     let out = '';
     p.stdout?.on('data', (d: Buffer) => (out += d.toString()));
     // Each step waits for the follower to show the one before, not a fixed time: on a loaded CI

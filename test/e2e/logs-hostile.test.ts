@@ -13,10 +13,18 @@ describe('logs: hostile bytes in a log', () => {
 
   it('clear-screen, a window title, C1 CSI and a carriage return are shown escaped; the lines stay lines', async () => {
     mkdirSync(join(state, 'logs'), { recursive: true });
-    writeFileSync(join(state, 'logs', 'evil.log'), 'INFO start\n\u001b[2J\u001b]0;pwned\u0007 cleared\nok\rHIDDEN \u009b31m\nlast\n');
+    writeFileSync(
+      join(state, 'logs', 'evil.log'),
+      'INFO start\n\u001b[2J\u001b]0;pwned\u0007 cleared\nok\rHIDDEN \u009b31m\nlast\n',
+    );
     const r = await cli(['logs', 'evil', '--lines', '10'], { stateDir: state });
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout.split('\n')).toEqual(['INFO start', '\\x1b[2J\\x1b]0;pwned\\x07 cleared', 'ok\\x0dHIDDEN \\u009b31m', 'last']);
+    expect(r.stdout.split('\n')).toEqual([
+      'INFO start',
+      '\\x1b[2J\\x1b]0;pwned\\x07 cleared',
+      'ok\\x0dHIDDEN \\u009b31m',
+      'last',
+    ]);
     expect(RAW.test(r.stdout)).toBe(false);
   });
 });

@@ -35,7 +35,15 @@ done
 `;
 
 const run = (args: string[], env: Record<string, string> = {}) =>
-  cli(args, { env: { PATH: `${smiDir}:${process.env.PATH}`, SPARKCTL_STATE_DIR: join(dir, 'state'), HF_HUB_CACHE: join(dir, 'hub'), HOME: dir, ...env } });
+  cli(args, {
+    env: {
+      PATH: `${smiDir}:${process.env.PATH}`,
+      SPARKCTL_STATE_DIR: join(dir, 'state'),
+      HF_HUB_CACHE: join(dir, 'hub'),
+      HOME: dir,
+      ...env,
+    },
+  });
 
 beforeAll(() => {
   dir = tempDir('sparkctl-model-plan-');
@@ -48,7 +56,10 @@ beforeAll(() => {
   venvBin = join(venv, 'bin', 'vllm');
   mkdirSync(join(venv, 'bin'), { recursive: true });
   mkdirSync(join(venv, 'lib', 'python3.12', 'site-packages', 'vllm-0.27.2.dist-info'), { recursive: true });
-  writeFileSync(join(venv, 'lib', 'python3.12', 'site-packages', 'vllm-0.27.2.dist-info', 'METADATA'), 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.27.2\n');
+  writeFileSync(
+    join(venv, 'lib', 'python3.12', 'site-packages', 'vllm-0.27.2.dist-info', 'METADATA'),
+    'Metadata-Version: 2.1\nName: vllm\nVersion: 0.27.2\n',
+  );
   writeFileSync(venvBin, `#!${join(venv, 'bin', 'python3')}\nraise SystemExit("not a real vLLM")\n`);
   chmodSync(venvBin, 0o755);
   // The Hugging Face cache layout for Org/Tiny
@@ -64,7 +75,9 @@ describe("plan and serve --dry-run plan for this host's GPUs", () => {
     const r = await run(['plan', 'qwen3.5-9b', '--set', 'parallel.tensor=1']);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('on 140.40 GiB GPUs');
-    expect(r.stdout).toContain('planned for this host: 1 x NVIDIA H200, 140.4 GiB each (read from nvidia-smi), compute capability 9.0');
+    expect(r.stdout).toContain(
+      'planned for this host: 1 x NVIDIA H200, 140.4 GiB each (read from nvidia-smi), compute capability 9.0',
+    );
     expect(r.stdout).not.toMatch(/80\.00 GiB/);
   });
 
@@ -89,7 +102,9 @@ describe("plan and serve --dry-run plan for this host's GPUs", () => {
     expect(j.host).toContain('NVIDIA H200');
     const t = await run(['plan', 'qwen3.5-9b', '--gpus', '4']);
     expect(t.stdout).toContain('on 140.40 GiB GPUs');
-    expect(t.stdout).toContain("planned for this host's NVIDIA H200, 140.4 GiB each (read from nvidia-smi), counted as 4 (--gpus), compute capability 9.0");
+    expect(t.stdout).toContain(
+      "planned for this host's NVIDIA H200, 140.4 GiB each (read from nvidia-smi), counted as 4 (--gpus), compute capability 9.0",
+    );
     const s = await run(['serve', 'qwen3.5-9b', '--dry-run', '--gpus', '4']);
     expect(s.exitCode, s.stderr).toBe(0);
     expect(s.stdout.match(/# replica \d/g)).toHaveLength(2);
@@ -119,7 +134,9 @@ describe('any model, no profile', () => {
     const r = await run(['plan', model, '--json']);
     expect(r.exitCode, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(expect.arrayContaining(['version', 'kind', 'profile', 'platform', 'gpus', 'gpusSource', 'plan', 'problems']));
+    expect(Object.keys(j)).toEqual(
+      expect.arrayContaining(['version', 'kind', 'profile', 'platform', 'gpus', 'gpusSource', 'plan', 'problems']),
+    );
     expect(j).toMatchObject({ kind: 'memory-plan', profile: 'llama-3.1-8b', gpus: 1, gpusSource: 'detected' });
     expect(j.model.file).toBe(join(model, 'config.json'));
     expect(j.plan.weightsTotalBytes).toBe(16_060_522_496);
@@ -145,7 +162,9 @@ describe('any model, no profile', () => {
     const checks = JSON.parse(String(r.stdout)).checks as Array<{ id: string }>;
     expect(checks.length).toBeGreaterThan(0);
     const text = await run(['preflight', '--profile', 'Org/Tiny', '--only', 'gpu.']);
-    expect(text.stderr).toContain('Org/Tiny has no profile of its own: checked against the profile plan and serve generate for it (this host: 1 x NVIDIA H200');
+    expect(text.stderr).toContain(
+      'Org/Tiny has no profile of its own: checked against the profile plan and serve generate for it (this host: 1 x NVIDIA H200',
+    );
     const miss = await run(['preflight', '--profile', 'Org/Missing']);
     expect(miss.exitCode).toBe(2);
     expect(miss.stderr).toContain('sparkctl pull Org/Missing');
@@ -174,28 +193,54 @@ describe('model facts: the profile overrides the file, with a warning', () => {
   it('a differing fact names the field, both values and the file', async () => {
     const profiles = join(dir, 'profiles');
     mkdirSync(profiles, { recursive: true });
-    writeFileSync(join(profiles, 'mine.yaml'), `name: mine\nmodel:\n  path: ${join(MODELS, 'llama-3.1-8b')}\n  kvHeads: 4\nparallel:\n  tensor: 1\n`);
+    writeFileSync(
+      join(profiles, 'mine.yaml'),
+      `name: mine\nmodel:\n  path: ${join(MODELS, 'llama-3.1-8b')}\n  kvHeads: 4\nparallel:\n  tensor: 1\n`,
+    );
     const r = await run(['plan', 'mine', '--profiles', profiles]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout).toContain(`model.kvHeads: the profile says 4, ${join(MODELS, 'llama-3.1-8b', 'config.json')} says 8`);
+    expect(r.stdout).toContain(
+      `model.kvHeads: the profile says 4, ${join(MODELS, 'llama-3.1-8b', 'config.json')} says 8`,
+    );
     expect(r.stdout).toContain('4 KV heads');
   });
 });
 
 describe('the installed vLLM decides the flags', () => {
   it('a pinned version that is not installed: serve refuses (exit 2) naming both; --dry-run warns', async () => {
-    const args = ['serve', 'qwen3.5-9b', '--set', 'parallel.tensor=1', '--set', 'engine.vllmVersion=0.17.0', '--vllm-bin', venvBin, '--skip-preflight'];
+    const args = [
+      'serve',
+      'qwen3.5-9b',
+      '--set',
+      'parallel.tensor=1',
+      '--set',
+      'engine.vllmVersion=0.17.0',
+      '--vllm-bin',
+      venvBin,
+      '--skip-preflight',
+    ];
     const refused = await run(args);
     expect(refused.exitCode).toBe(2);
     expect(refused.stderr).toContain('engine.vllmVersion is pinned to 0.17.0, but the installed vLLM is 0.27.2');
     expect(refused.stderr).toContain('--set engine.vllmVersion=auto');
     const dry = await run([...args, '--dry-run']);
     expect(dry.exitCode, dry.stderr).toBe(0);
-    expect(dry.stderr).toMatch(/warning: engine\.vllmVersion is pinned to 0\.17\.0, but the installed vLLM is 0\.27\.2.*serve refuses this/);
+    expect(dry.stderr).toMatch(
+      /warning: engine\.vllmVersion is pinned to 0\.17\.0, but the installed vLLM is 0\.27\.2.*serve refuses this/,
+    );
   });
 
   it('auto renders for the installed version (the 0.25.0 table for 0.27.2)', async () => {
-    const r = await run(['serve', 'qwen3.5-9b', '--set', 'parallel.tensor=1', '--vllm-bin', venvBin, '--dry-run', '--json']);
+    const r = await run([
+      'serve',
+      'qwen3.5-9b',
+      '--set',
+      'parallel.tensor=1',
+      '--vllm-bin',
+      venvBin,
+      '--dry-run',
+      '--json',
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).vllmVersion).toBe('0.27.2');
     const t = await run(['plan', 'qwen3.5-9b', '--set', 'parallel.tensor=1', '--vllm-bin', venvBin]);
@@ -214,10 +259,23 @@ describe("the plan in vLLM's numbers, per architecture, through the CLI", () => 
     const { r, j } = await planJson(join(MODELS, 'nemotron-h-56b-base-8k'), h200);
     expect(r.exitCode, r.stderr).toBe(0);
     // 0.27.2 rules: float32 SSM state, block 4128 (test/unit/kv-rules.test.ts works it), 1 attention + 6 Mamba groups
-    expect(j.plan).toMatchObject({ vllmRules: '0.27.2', blockSize: 4128, layoutFrom: 'hybrid_override_pattern', notModelled: null });
+    expect(j.plan).toMatchObject({
+      vllmRules: '0.27.2',
+      blockSize: 4128,
+      layoutFrom: 'hybrid_override_pattern',
+      notModelled: null,
+    });
     expect(j.plan.kvGroups).toHaveLength(7);
     expect(j.plan.stateBytesPerSeq).toBe(54 * 2 * 4128 * 4096);
-    const text = await run(['plan', join(MODELS, 'nemotron-h-56b-base-8k'), '--gpus', '1', '--vllm-bin', venvBin, ...h200]);
+    const text = await run([
+      'plan',
+      join(MODELS, 'nemotron-h-56b-base-8k'),
+      '--gpus',
+      '1',
+      '--vllm-bin',
+      venvBin,
+      ...h200,
+    ]);
     expect(text.stdout).toContain(
       `vLLM will log: GPU KV cache size: ${j.plan.kvTokens.toLocaleString('en-US')} tokens, Maximum concurrency for 8,192 tokens per request: ${j.plan.maxConcurrency.toFixed(2)}x`,
     );
@@ -248,12 +306,29 @@ describe("the plan in vLLM's numbers, per architecture, through the CLI", () => 
     expect(r.stdout).toContain('not modelled: attn_layer_period');
     expect(r.stdout).toContain('--set engine.kvCacheMemoryBytes=');
     expect(r.stdout).not.toMatch(/GPU KV cache size\s+[\d,]+ tokens/);
-    const fixed = await run(['plan', m, '--gpus', '1', '--vllm-bin', venvBin, '--set', 'engine.kvCacheMemoryBytes=1073741824']);
+    const fixed = await run([
+      'plan',
+      m,
+      '--gpus',
+      '1',
+      '--vllm-bin',
+      venvBin,
+      '--set',
+      'engine.kvCacheMemoryBytes=1073741824',
+    ]);
     expect(fixed.exitCode, fixed.stdout + fixed.stderr).toBe(0);
   });
   it.each([
-    ['NaN as the layer count', '{"num_hidden_layers": NaN, "num_attention_heads": 4, "hidden_size": 64, "vocab_size": 10, "max_position_embeddings": 64}', /num_hidden_layers: NaN/],
-    ['Infinity as the context', '{"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "vocab_size": 10, "max_position_embeddings": Infinity}', /max_position_embeddings: Infinity/],
+    [
+      'NaN as the layer count',
+      '{"num_hidden_layers": NaN, "num_attention_heads": 4, "hidden_size": 64, "vocab_size": 10, "max_position_embeddings": 64}',
+      /num_hidden_layers: NaN/,
+    ],
+    [
+      'Infinity as the context',
+      '{"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "vocab_size": 10, "max_position_embeddings": Infinity}',
+      /max_position_embeddings: Infinity/,
+    ],
     [
       'an absurd pattern',
       `{"model_type": "nemotron_h", "hybrid_override_pattern": "${'M'.repeat(20000)}", "num_attention_heads": 4, "hidden_size": 64, "vocab_size": 10, "max_position_embeddings": 64}`,

@@ -19,7 +19,10 @@ for (const [fixture, id] of [
   mkdirSync(join(repo, 'refs'), { recursive: true });
   mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
   writeFileSync(join(repo, 'refs', 'main'), commit);
-  copyFileSync(join(ROOT, 'test', 'fixtures', 'models', fixture!, 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
+  copyFileSync(
+    join(ROOT, 'test', 'fixtures', 'models', fixture!, 'config.json'),
+    join(repo, 'snapshots', commit, 'config.json'),
+  );
 }
 const env = { HF_HUB_CACHE: hub, HF_HOME: join(dir, 'hf-home'), SPARKCTL_STATE_DIR: join(dir, 'state') };
 const run = (args: string[]) => cli(args, { env });
@@ -40,7 +43,9 @@ describe('serve MODEL picks a free port', { timeout: 180_000 }, () => {
 
     const dry = await run(['serve', 'test/tiny-b', ...spark, '--dry-run']);
     expect(dry.exitCode, dry.stderr).toBe(0);
-    const chosen = dry.stderr.match(/chosen: port (\d+): the first free from 8000 up; passed over: (.*); --set server.port=N chooses/);
+    const chosen = dry.stderr.match(
+      /chosen: port (\d+): the first free from 8000 up; passed over: (.*); --set server.port=N chooses/,
+    );
     expect(chosen, dry.stderr).not.toBeNull();
     const portB = Number(chosen![1]);
     expect(portB).toBeGreaterThan(portA);

@@ -8,7 +8,17 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import yaml from 'js-yaml';
 import { cli, isolated, tempDir, rmrf, startSim, freePortRange, sleep, waitFor, type SimHandle } from '../helpers.js';
-import { prometheusUnavailable, promtoolTests, PROMTOOL, startNodeExporter, startPrometheus, query, alerts, expandVariables, type Proc } from '../monitoring.js';
+import {
+  prometheusUnavailable,
+  promtoolTests,
+  PROMTOOL,
+  startNodeExporter,
+  startPrometheus,
+  query,
+  alerts,
+  expandVariables,
+  type Proc,
+} from '../monitoring.js';
 import { FACT_VERSIONS } from '../../src/profiles/vllm-flags.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { specFromProfile } from '../../src/monitoring/spec.js';
@@ -56,7 +66,10 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
         const text = await render('rules', ['--vllm-version', v, ...sets.flatMap((x) => ['--set', x])]);
         writeFileSync(rulesFile, text);
         const rules = yaml.load(text) as RuleFile;
-        if (sets.length) expect(rules.groups[1]!.rules.map((r) => ('alert' in r ? r.alert : ''))).toContain('VllmReplicasOutOfRotation');
+        if (sets.length)
+          expect(rules.groups[1]!.rules.map((r) => ('alert' in r ? r.alert : ''))).toContain(
+            'VllmReplicasOutOfRotation',
+          );
         const spec = specFromProfile(loadProfile('qwen-dev', { sets }).profile, { vllmVersion: v, replicas });
         const testFile = join(dir, `unit-${v}.test.yml`);
         writeFileSync(testFile, promtoolTests(rules, spec, rulesFile));
@@ -76,7 +89,10 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
     expect(check.exitCode, check.stdout + check.stderr).toBe(0);
     const spec = specFromProfile(loadProfile('qwen3.5-9b-spark').profile, { vllmVersion: '0.17.0', replicas: 1 });
     expect(spec.unifiedMemory).toBe(true);
-    writeFileSync(join(dir, 'spark.test.yml'), promtoolTests(yaml.load(String(r.stdout)) as RuleFile, spec, rulesFile, ['SparkMemoryPressure']));
+    writeFileSync(
+      join(dir, 'spark.test.yml'),
+      promtoolTests(yaml.load(String(r.stdout)) as RuleFile, spec, rulesFile, ['SparkMemoryPressure']),
+    );
     const t = await execa(PROMTOOL, ['test', 'rules', join(dir, 'spark.test.yml')], { reject: false });
     expect(t.exitCode, t.stdout + t.stderr).toBe(0);
     expect(await render('rules', ['--vllm-version', '0.17.0'])).not.toContain('SparkMemoryPressure');
@@ -89,7 +105,10 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
     writeFileSync(rulesFile, text);
     const spec = specFromProfile(loadProfile('qwen-dev', { sets }).profile, { vllmVersion: '0.17.0', replicas: 1 });
     expect(spec.servedName).toBe('we"ird{{ .x }}\\name');
-    writeFileSync(join(dir, 'hostile.test.yml'), promtoolTests(yaml.load(text) as RuleFile, spec, rulesFile, ['VllmKvCacheNearFull', 'VllmEngineDead']));
+    writeFileSync(
+      join(dir, 'hostile.test.yml'),
+      promtoolTests(yaml.load(text) as RuleFile, spec, rulesFile, ['VllmKvCacheNearFull', 'VllmEngineDead']),
+    );
     const check = await execa(PROMTOOL, ['check', 'rules', rulesFile], { reject: false });
     expect(check.exitCode, check.stdout + check.stderr).toBe(0);
     const r = await execa(PROMTOOL, ['test', 'rules', join(dir, 'hostile.test.yml')], { reject: false });
@@ -106,7 +125,10 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
     expect(broken).not.toBe(text);
     const rulesFile = join(dir, 'broken.rules.yml');
     writeFileSync(rulesFile, broken);
-    writeFileSync(join(dir, 'broken.test.yml'), promtoolTests(rules, spec, rulesFile, ['VllmKvCacheNearFull', 'VllmRequestsWaiting']));
+    writeFileSync(
+      join(dir, 'broken.test.yml'),
+      promtoolTests(rules, spec, rulesFile, ['VllmKvCacheNearFull', 'VllmRequestsWaiting']),
+    );
     const r = await execa(PROMTOOL, ['test', 'rules', join(dir, 'broken.test.yml')], { reject: false });
     expect(r.exitCode).not.toBe(0);
     // the one alert whose rule changed fails, the other still passes
@@ -115,7 +137,10 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
   });
 });
 
-/** Prometheus cannot run faster than its clock: the live test shortens every `for:` to 1/20 (1m -> 3s); the expressions are the CLI's own. */
+/**
+ * Prometheus cannot run faster than its clock: the live test shortens every `for:` to 1/20 (1m -> 3s); the expressions
+ * are the CLI's own.
+ */
 function scaleFor(text: string, by = 20): RuleFile {
   const rules = yaml.load(text) as RuleFile;
   const unit = { s: 1, m: 60, h: 3600 } as Record<string, number>;
@@ -194,7 +219,9 @@ describe.skipIf(Boolean(why)).sequential('a real Prometheus scraping simulator r
     nodeExp = await startNodeExporter(textDir);
     const rulesFile = join(dir, 'live.rules.yml');
     writeFileSync(rulesFile, yaml.dump(scaleFor(await render('rules', sets()))));
-    const scrape = yaml.load(await render('scrape', [...sets(), '--host', '127.0.0.1', '--node-exporter', `127.0.0.1:${nodeExp.port}`])) as { scrape_configs: unknown[] };
+    const scrape = yaml.load(
+      await render('scrape', [...sets(), '--host', '127.0.0.1', '--node-exporter', `127.0.0.1:${nodeExp.port}`]),
+    ) as { scrape_configs: unknown[] };
     prom = await startPrometheus(dir, scrape.scrape_configs, [rulesFile]);
   }, 60_000);
   afterAll(async () => {
@@ -208,7 +235,9 @@ describe.skipIf(Boolean(why)).sequential('a real Prometheus scraping simulator r
     await probe(); // two samples of history: the cost gauges
     const textfile = readFileSync(join(textDir, 'sparkctl.prom'), 'utf8');
     // the bundle's GPUs, per target: ECC from nvidia-smi, Xid from its kernel log
-    expect(textfile).toMatch(new RegExp(`^sparkctl_probe_gpu_ecc_uncorrected_errors\\{target="${sims[0]!.url}",gpu="0"\\} \\d+$`, 'm'));
+    expect(textfile).toMatch(
+      new RegExp(`^sparkctl_probe_gpu_ecc_uncorrected_errors\\{target="${sims[0]!.url}",gpu="0"\\} \\d+$`, 'm'),
+    );
     expect(textfile).toMatch(/^# TYPE sparkctl_probe_gpu_xid_events gauge$/m);
     const up = await until(
       'both replicas up and the textfile scraped',
@@ -248,7 +277,9 @@ describe.skipIf(Boolean(why)).sequential('a real Prometheus scraping simulator r
     expect(answers['GPU temperature {{target}} GPU {{gpu}}']).toBeGreaterThan(20);
     expect(answers['Cost per 1K tokens USD / 1K tokens']).toBeGreaterThan(0);
     // nothing Prometheus stored carries the API key
-    const series = await (await fetch(`${prom!.url}/api/v1/series?match[]=${encodeURIComponent('{__name__=~".+"}')}`)).text();
+    const series = await (
+      await fetch(`${prom!.url}/api/v1/series?match[]=${encodeURIComponent('{__name__=~".+"}')}`)
+    ).text();
     expect(series).toContain('sparkctl_probe_gpu_temperature_celsius');
     expect(series).not.toContain(SECRET);
   }, 60_000);
@@ -260,78 +291,142 @@ describe.skipIf(Boolean(why)).sequential('a real Prometheus scraping simulator r
     expect((await fetch(`${sims[1]!.url}/health`)).status).toBe(503);
     await probe();
     const written = Date.now();
-    const fired = await until('VllmEngineDead firing', async () => (await alerts(prom!.url)).find((a) => a.labels.alertname === 'VllmEngineDead' && a.state === 'firing'), 45_000);
+    const fired = await until(
+      'VllmEngineDead firing',
+      async () =>
+        (await alerts(prom!.url)).find((a) => a.labels.alertname === 'VllmEngineDead' && a.state === 'firing'),
+      45_000,
+    );
     const tookS = (Date.now() - written) / 1000;
     // textfile scrape (1 s) + evaluation (1 s) + for: + one more evaluation, and Prometheus's own
     // lag on a loaded 2-core CI host (its API once took over 5 s to answer there): never before for:
     expect(tookS).toBeLessThan(FOR_ENGINE_DEAD_S + 40);
     expect(tookS).toBeGreaterThanOrEqual(FOR_ENGINE_DEAD_S - 1);
-    expect(fired.labels).toMatchObject({ severity: 'critical', model_name: 'qwen-dev', profile: 'qwen-dev', step: 'live', target: sims[1]!.url });
+    expect(fired.labels).toMatchObject({
+      severity: 'critical',
+      model_name: 'qwen-dev',
+      profile: 'qwen-dev',
+      step: 'live',
+      target: sims[1]!.url,
+    });
     expect(fired.annotations.summary).toBe(`qwen-dev: the engine of ${sims[1]!.url} is dead`);
     const all = await alerts(prom!.url);
-    expect(all.filter((a) => a.labels.alertname === 'VllmEngineDead').map((a) => a.labels.target)).toEqual([sims[1]!.url]);
+    expect(all.filter((a) => a.labels.alertname === 'VllmEngineDead').map((a) => a.labels.target)).toEqual([
+      sims[1]!.url,
+    ]);
     expect(JSON.stringify(all)).not.toContain(SECRET);
   }, 90_000);
 
   it('a replica that stops raises VllmServerDown for its instance', async () => {
     await sims[0]!.stop();
-    const down = await until('VllmServerDown firing', async () => (await alerts(prom!.url)).find((a) => a.labels.alertname === 'VllmServerDown' && a.state === 'firing'), 45_000);
-    expect(down.labels).toMatchObject({ instance: `127.0.0.1:${base}`, job: 'sparkctl-qwen-dev', model_name: 'qwen-dev' });
+    const down = await until(
+      'VllmServerDown firing',
+      async () =>
+        (await alerts(prom!.url)).find((a) => a.labels.alertname === 'VllmServerDown' && a.state === 'firing'),
+      45_000,
+    );
+    expect(down.labels).toMatchObject({
+      instance: `127.0.0.1:${base}`,
+      job: 'sparkctl-qwen-dev',
+      model_name: 'qwen-dev',
+    });
   }, 90_000);
 });
 
-describe.skipIf(Boolean(why) || !existsSync('/usr/sbin/haproxy'))('behind the profile router: a real HAProxy exporter scraped, a replica out of rotation alerted', () => {
-  const t = isolated({ prefix: 'sparkctl-monitoring-router-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' }, per: 'suite' });
-  const env = t.env;
-  let prom: Proc | undefined;
-  let sets: string[] = [];
+describe.skipIf(Boolean(why) || !existsSync('/usr/sbin/haproxy'))(
+  'behind the profile router: a real HAProxy exporter scraped, a replica out of rotation alerted',
+  () => {
+    const t = isolated({
+      prefix: 'sparkctl-monitoring-router-',
+      env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' },
+      per: 'suite',
+    });
+    const env = t.env;
+    let prom: Proc | undefined;
+    let sets: string[] = [];
 
-  beforeAll(async () => {
-    const base = await freePortRange(6);
-    sets = ['--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=2', '--set', 'router.enabled=true', '--set', 'router.checkIntervalMs=500'];
-    const served = await cli(['serve', 'qwen-dev', '--engine', 'sim', ...sets, '--set', 'prewarm.maxRounds=2'], { env: env(), timeout: 120_000 });
-    expect(served.exitCode, String(served.stdout) + String(served.stderr)).toBe(0);
-    const rulesFile = join(t.state, 'router.rules.yml');
-    writeFileSync(rulesFile, yaml.dump(scaleFor(await render('rules', sets))));
-    const scrape = yaml.load(await render('scrape', [...sets, '--host', '127.0.0.1'])) as { scrape_configs: Array<{ job_name: string }> };
-    prom = await startPrometheus(
-      t.state,
-      scrape.scrape_configs.filter((j) => j.job_name !== 'sparkctl-node'),
-      [rulesFile],
-    );
-  }, 150_000);
-  // Before the hooks of isolated() (after-hooks run last-registered first): Prometheus writes under the state folder.
-  afterAll(async () => {
-    await prom?.stop();
-  }, 30_000);
+    beforeAll(async () => {
+      const base = await freePortRange(6);
+      sets = [
+        '--set',
+        `server.port=${base}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--set',
+        'parallel.replicas=2',
+        '--set',
+        'router.enabled=true',
+        '--set',
+        'router.checkIntervalMs=500',
+      ];
+      const served = await cli(['serve', 'qwen-dev', '--engine', 'sim', ...sets, '--set', 'prewarm.maxRounds=2'], {
+        env: env(),
+        timeout: 120_000,
+      });
+      expect(served.exitCode, String(served.stdout) + String(served.stderr)).toBe(0);
+      const rulesFile = join(t.state, 'router.rules.yml');
+      writeFileSync(rulesFile, yaml.dump(scaleFor(await render('rules', sets))));
+      const scrape = yaml.load(await render('scrape', [...sets, '--host', '127.0.0.1'])) as {
+        scrape_configs: Array<{ job_name: string }>;
+      };
+      prom = await startPrometheus(
+        t.state,
+        scrape.scrape_configs.filter((j) => j.job_name !== 'sparkctl-node'),
+        [rulesFile],
+      );
+    }, 150_000);
+    // Before the hooks of isolated() (after-hooks run last-registered first): Prometheus writes under the state folder.
+    afterAll(async () => {
+      await prom?.stop();
+    }, 30_000);
 
-  it("HAProxy's exporter holds both replicas; one killed -9 leaves the rotation and VllmReplicasOutOfRotation fires", async () => {
-    const active = async () => (await query(prom!.url, 'haproxy_backend_active_servers{job="sparkctl-qwen-dev-router", proxy="replicas"}'))[0]?.value[1];
-    expect(await waitFor(async () => (await active()) === '2', 15_000, 200), `active servers: ${await active()}`).toBe(true);
-    // issue 42: the replicas are on Unix sockets (vLLM --uds, the simulator playing 0.17), which Prometheus
-    // cannot scrape: each is scraped through the router's stats listener, named by its own instance label
-    const up = async () =>
-      (await query(prom!.url, 'up{job="sparkctl-qwen-dev"}'))
-        .map((r) => `${r.metric.instance}=${r.value[1]}`)
-        .sort()
-        .join(' ');
-    expect(await waitFor(async () => (await up()) === 'qwen-dev-0=1 qwen-dev-1=1', 15_000, 200), `up: ${await up()}`).toBe(true);
-    expect((await query(prom!.url, 'vllm:num_requests_running{job="sparkctl-qwen-dev", instance="qwen-dev-1"}')).length).toBeGreaterThan(0);
-    const st = JSON.parse(String((await cli(['status', '--json'], { env: env() })).stdout)) as { instances: Array<{ name: string; pid: number }> };
-    const victim = st.instances.find((i) => i.name === 'qwen-dev-1')!;
-    expect(victim.pid).toBeGreaterThan(1);
-    process.kill(victim.pid, 'SIGKILL');
-    const fired = await (async () => {
-      const end = Date.now() + 30_000;
-      while (Date.now() < end) {
-        const a = (await alerts(prom!.url)).find((x) => x.labels.alertname === 'VllmReplicasOutOfRotation' && x.state === 'firing');
-        if (a) return a;
-        await sleep(250);
-      }
-      throw new Error(`VllmReplicasOutOfRotation did not fire; active servers ${await active()}`);
-    })();
-    expect(fired.labels).toMatchObject({ job: 'sparkctl-qwen-dev-router', proxy: 'replicas', model_name: 'qwen-dev', severity: 'warning' });
-    expect(await active()).toBe('1');
-    expect((await alerts(prom!.url)).filter((a) => a.labels.alertname === 'VllmRouterDown')).toEqual([]);
-  }, 60_000);
-});
+    it("HAProxy's exporter holds both replicas; one killed -9 leaves the rotation and VllmReplicasOutOfRotation fires", async () => {
+      const active = async () =>
+        (await query(prom!.url, 'haproxy_backend_active_servers{job="sparkctl-qwen-dev-router", proxy="replicas"}'))[0]
+          ?.value[1];
+      expect(
+        await waitFor(async () => (await active()) === '2', 15_000, 200),
+        `active servers: ${await active()}`,
+      ).toBe(true);
+      // issue 42: the replicas are on Unix sockets (vLLM --uds, the simulator playing 0.17), which Prometheus
+      // cannot scrape: each is scraped through the router's stats listener, named by its own instance label
+      const up = async () =>
+        (await query(prom!.url, 'up{job="sparkctl-qwen-dev"}'))
+          .map((r) => `${r.metric.instance}=${r.value[1]}`)
+          .sort()
+          .join(' ');
+      expect(
+        await waitFor(async () => (await up()) === 'qwen-dev-0=1 qwen-dev-1=1', 15_000, 200),
+        `up: ${await up()}`,
+      ).toBe(true);
+      expect(
+        (await query(prom!.url, 'vllm:num_requests_running{job="sparkctl-qwen-dev", instance="qwen-dev-1"}')).length,
+      ).toBeGreaterThan(0);
+      const st = JSON.parse(String((await cli(['status', '--json'], { env: env() })).stdout)) as {
+        instances: Array<{ name: string; pid: number }>;
+      };
+      const victim = st.instances.find((i) => i.name === 'qwen-dev-1')!;
+      expect(victim.pid).toBeGreaterThan(1);
+      process.kill(victim.pid, 'SIGKILL');
+      const fired = await (async () => {
+        const end = Date.now() + 30_000;
+        while (Date.now() < end) {
+          const a = (await alerts(prom!.url)).find(
+            (x) => x.labels.alertname === 'VllmReplicasOutOfRotation' && x.state === 'firing',
+          );
+          if (a) return a;
+          await sleep(250);
+        }
+        throw new Error(`VllmReplicasOutOfRotation did not fire; active servers ${await active()}`);
+      })();
+      expect(fired.labels).toMatchObject({
+        job: 'sparkctl-qwen-dev-router',
+        proxy: 'replicas',
+        model_name: 'qwen-dev',
+        severity: 'warning',
+      });
+      expect(await active()).toBe('1');
+      expect((await alerts(prom!.url)).filter((a) => a.labels.alertname === 'VllmRouterDown')).toEqual([]);
+    }, 60_000);
+  },
+);

@@ -28,9 +28,23 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
   let state: string;
   let image = '';
   const profiles = join(work, 'profiles');
-  const run = (args: string[]) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_RAY_JOIN_TIMEOUT_S: '30', ...env, ...cl.env }, timeout: 150_000 });
-  const ours = async () => (await podman(['ps', '-a', '--filter', 'label=io.sparkctl.profile=rc-box', '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean);
-  const calls = () => (existsSync(join(rayDir, 'calls.log')) ? readFileSync(join(rayDir, 'calls.log'), 'utf8').trim().split('\n') : []);
+  const run = (args: string[]) =>
+    cli(args, {
+      env: {
+        SPARKCTL_STATE_DIR: state,
+        SPARKCTL_TEST_CASE: marker,
+        SPARKCTL_RAY_JOIN_TIMEOUT_S: '30',
+        ...env,
+        ...cl.env,
+      },
+      timeout: 150_000,
+    });
+  const ours = async () =>
+    (await podman(['ps', '-a', '--filter', 'label=io.sparkctl.profile=rc-box', '--format', '{{.Names}}'])).stdout
+      .split('\n')
+      .filter(Boolean);
+  const calls = () =>
+    existsSync(join(rayDir, 'calls.log')) ? readFileSync(join(rayDir, 'calls.log'), 'utf8').trim().split('\n') : [];
   const clearRay = () => {
     rmSync(rayDir, { recursive: true, force: true });
     mkdirSync(rayDir, { recursive: true });
@@ -52,13 +66,20 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     });
     cl = await podmanNodes(marker, env.CONTAINERS_CONF);
     // runc inside the test nodes may be refused here (rlimits): then the launch cases say so and skip
-    const probe = cl.exec(0, `podman ${PODMAN.join(' ')} run --rm --network host ${image} /bin/sh -c 'exit 0' 2>&1`, 60_000);
+    const probe = cl.exec(
+      0,
+      `podman ${PODMAN.join(' ')} run --rm --network host ${image} /bin/sh -c 'exit 0' 2>&1`,
+      60_000,
+    );
     if (probe.status !== 0) canRun = probe.stdout.trim().split('\n').pop();
   }, 300_000);
 
   afterAll(async () => {
-    // a container is removed inside the node that runs it (from outside, podman cannot end what lives in the node's namespaces)
-    if (cl) for (const i of [0, 1, 2, 3]) cl.exec(i, `podman ${PODMAN.join(' ')} rm -f -t 0 sparkctl-rc-box-rank${i} >/dev/null 2>&1`, 60_000);
+    // a container is removed inside the node that runs it (from outside, podman cannot end what lives in the node's
+    // namespaces)
+    if (cl)
+      for (const i of [0, 1, 2, 3])
+        cl.exec(i, `podman ${PODMAN.join(' ')} rm -f -t 0 sparkctl-rc-box-rank${i} >/dev/null 2>&1`, 60_000);
     for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
     if (image) await podman(['rmi', image]);
     cl?.teardown();
@@ -71,7 +92,19 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
       ctx.skip();
     }
     const port = await freePort();
-    const r = await run(['serve', 'rc-box', '--profiles', profiles, '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${port}`]);
+    const r = await run([
+      'serve',
+      'rc-box',
+      '--profiles',
+      profiles,
+      '--engine',
+      'sim',
+      '--nodes',
+      cl.nodesFile,
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+    ]);
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
     expect(r.stderr).toContain('ray head started on n0');
     expect(r.stderr).toContain('ray workers joined: n1, n2, n3');
@@ -81,20 +114,28 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     // start order: the head's ray start before any worker's, each in its own container with --block
     const starts = calls().filter((l) => / ray start /.test(l));
     expect(starts).toHaveLength(4);
-    expect(starts[0]).toMatch(new RegExp(`^${cl.addresses[0]!.replaceAll('.', '\\.')} ray start --block --head --port 6379`));
+    expect(starts[0]).toMatch(
+      new RegExp(`^${cl.addresses[0]!.replaceAll('.', '\\.')} ray start --block --head --port 6379`),
+    );
     for (const l of starts.slice(1)) expect(l).toContain(`--block --address ${cl.addresses[0]}:6379`);
     expect((await ours()).sort()).toEqual([0, 1, 2, 3].map((i) => `sparkctl-rc-box-rank${i}`));
     // vLLM runs in the head's container (its output in the container's own log)
     const headLog = await podman(['logs', 'sparkctl-rc-box-rank0']);
     expect(headLog.stdout + headLog.stderr).toMatch(/Ray runtime started[\s\S]*Application startup complete/);
     const st = await run(['status']);
-    for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+1 GPUs`));
-    // the record keeps what proves vLLM ours (status --json shows the record): its process on the head's host, found through
-    // the container's pid namespace right after the exec, by its pid and start time there; that process is vLLM, leading its group
+    for (const i of [0, 1, 2, 3])
+      expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+1 GPUs`));
+    // the record keeps what proves vLLM ours (status --json shows the record): its process on the head's host, found
+    // through the container's pid namespace right after the exec, by its pid and start time there; that process is
+    // vLLM, leading its group
     const sj = JSON.parse((await run(['status', '--json'])).stdout);
     const inHead = sj.clusters.find((x: { profile: string }) => x.profile === 'rc-box').inHead;
     expect(inHead).toEqual({ pid: expect.any(Number), startTime: expect.any(Number) });
-    const seen = cl.exec(0, `tr '\\0' ' ' < /proc/${inHead.pid}/cmdline; echo; cut -d' ' -f5 /proc/${inHead.pid}/stat`, 15_000);
+    const seen = cl.exec(
+      0,
+      `tr '\\0' ' ' < /proc/${inHead.pid}/cmdline; echo; cut -d' ' -f5 /proc/${inHead.pid}/stat`,
+      15_000,
+    );
     expect(seen.stdout).toMatch(/vllm serve [\s\S]*\n(\d+)\s*$/);
     expect(Number(/(\d+)\s*$/.exec(seen.stdout)![1])).toBe(inHead.pid);
 
@@ -102,8 +143,19 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     const real3 = (await podman(['inspect', '--format', '{{.Id}}', 'sparkctl-rc-box-rank3'])).stdout.trim();
     const gone = cl.exec(3, `podman ${PODMAN.join(' ')} rm -f -t 0 ${real3} 2>&1`, 60_000);
     expect(gone.status, gone.stdout).toBe(0);
-    const labels = JSON.parse((await podman(['inspect', '--format', '{{json .Config.Labels}}', 'sparkctl-rc-box-rank0'])).stdout);
-    const look = await podman(['create', '--name', 'sparkctl-rc-box-rank3', ...Object.entries(labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]), image, '/bin/sh', '-c', 'exit 0']);
+    const labels = JSON.parse(
+      (await podman(['inspect', '--format', '{{json .Config.Labels}}', 'sparkctl-rc-box-rank0'])).stdout,
+    );
+    const look = await podman([
+      'create',
+      '--name',
+      'sparkctl-rc-box-rank3',
+      ...Object.entries(labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]),
+      image,
+      '/bin/sh',
+      '-c',
+      'exit 0',
+    ]);
     expect(look.exitCode, look.stderr).toBe(0);
     const stop = await run(['stop', 'rc-box', '--nodes', cl.nodesFile]);
     try {
@@ -124,9 +176,23 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     if (canRun) ctx.skip();
     clearRay();
     writeFileSync(join(rayDir, `fail-${cl.addresses[2]}`), '');
-    const r = await run(['serve', 'rc-box', '--profiles', profiles, '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+    const r = await run([
+      'serve',
+      'rc-box',
+      '--profiles',
+      profiles,
+      '--engine',
+      'sim',
+      '--nodes',
+      cl.nodesFile,
+      '--no-prewarm',
+      '--set',
+      `server.port=${await freePort()}`,
+    ]);
     expect(r.exitCode, r.stderr).toBe(4);
-    expect(r.stderr).toMatch(/launch failed: the Ray container on n2 \([\d.]+\) ended \(container [a-f0-9]{12}, exited, exit code 1\): ConnectionError: could not connect to the GCS/);
+    expect(r.stderr).toMatch(
+      /launch failed: the Ray container on n2 \([\d.]+\) ended \(container [a-f0-9]{12}, exited, exit code 1\): ConnectionError: could not connect to the GCS/,
+    );
     // the fix names the nodes file (not a node), and no worker is said to have joined a Ray it never reached
     expect(r.stderr).toContain(`sparkctl preflight --nodes ${cl.nodesFile}`);
     expect(r.stderr).not.toContain('ray workers joined');

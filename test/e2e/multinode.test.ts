@@ -1,6 +1,6 @@
-// Past one machine: preflight --nodes and serve --nodes really log in to four hosts (network
-// namespaces with sshd) where this machine allows it; fake ssh executables cover the same paths
-// where it does not (SPARKCTL_MULTINODE_FAKE_SSH=1: both). A scripted ray stands in on each node; the simulator is the head's engine.
+// Past one machine: preflight --nodes and serve --nodes really log in to four hosts (network namespaces with sshd)
+// where this machine allows it; fake ssh executables cover the same paths where it does not
+// (SPARKCTL_MULTINODE_FAKE_SSH=1: both). A scripted ray stands in on each node; the simulator is the head's engine.
 import { describe, it, expect, beforeAll, afterAll, afterEach } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync, readdirSync, readFileSync, existsSync, rmSync } from 'node:fs';
@@ -28,13 +28,20 @@ describe.each<[Mode, boolean]>([
   const marker = randomUUID();
   /** the native case filled every node's start-cache folder (its nodes keep their homes for the whole file) */
   let cachesFilled = false;
-  /** A node's start-cache folder for qwen3-200b (node-caches.ts: under its own ~/.cache/sparkctl), and whether it holds a file. */
+  /**
+   * A node's start-cache folder for qwen3-200b (node-caches.ts: under its own ~/.cache/sparkctl), and whether it holds
+   * a file.
+   */
   const nodeCache = (i: number) => {
-    const r = cl.exec(i, 'd=$(ls -d "$HOME"/.cache/sparkctl/vllm/qwen3-200b/* 2>/dev/null | head -n 1); printf "%s\\n%s" "$d" "$(find "$d" -type f 2>/dev/null | head -n 1)"');
+    const r = cl.exec(
+      i,
+      'd=$(ls -d "$HOME"/.cache/sparkctl/vllm/qwen3-200b/* 2>/dev/null | head -n 1); printf "%s\\n%s" "$d" "$(find "$d" -type f 2>/dev/null | head -n 1)"',
+    );
     const [dir = '', file = ''] = r.stdout.split('\n');
     return { dir, warm: Boolean(dir && file) };
   };
-  const run = (args: string[]) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout: 90_000 });
+  const run = (args: string[]) =>
+    cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout: 90_000 });
   beforeAll(async () => {
     if (!available) return;
     state = tempDir('sparkctl-mn-state-');
@@ -69,12 +76,23 @@ describe.each<[Mode, boolean]>([
       expect(r.exitCode).toBe(1);
       const j = JSON.parse(r.stdout);
       expect(j.kind).toBe('preflight-nodes');
-      expect(j.nodes.map((n: { node: string; reached: boolean }) => `${n.node}:${n.reached}`)).toEqual(['n0:true', 'n1:true', 'n2:true', 'n3:true']);
+      expect(j.nodes.map((n: { node: string; reached: boolean }) => `${n.node}:${n.reached}`)).toEqual([
+        'n0:true',
+        'n1:true',
+        'n2:true',
+        'n3:true',
+      ]);
       const cross = Object.fromEntries(j.cross.map((x: { id: string }) => [x.id, x]));
-      expect(cross['nodes.same-driver']).toMatchObject({ status: 'fail', observed: 'n3 has 580.95.05 (others: 580.159.04)' });
+      expect(cross['nodes.same-driver']).toMatchObject({
+        status: 'fail',
+        observed: 'n3 has 580.95.05 (others: 580.159.04)',
+      });
       expect(cross['nodes.same-cuda'].status).toBe('pass');
       expect(cross['nodes.interface'].status).toBe('pass');
-      expect(cross['nodes.model-path']).toMatchObject({ status: 'fail', observed: '/models/qwen3-200b/config.json missing on n0, n1, n2, n3' });
+      expect(cross['nodes.model-path']).toMatchObject({
+        status: 'fail',
+        observed: '/models/qwen3-200b/config.json missing on n0, n1, n2, n3',
+      });
       expect(cross['nodes.gpus']).toMatchObject({ status: 'pass', observed: '32 GPUs over 4 nodes (needs 32)' });
       expect(cross['ray.cluster'].status).toBe('skip');
       // The text form: one column per node, a row per check, so the odd node stands out.
@@ -97,8 +115,14 @@ describe.each<[Mode, boolean]>([
       const ok = await cross(cl.nodesFile);
       expect(ok['fabric.link']).toMatchObject({ status: 'pass' });
       expect(ok['fabric.address'].status).toBe('pass');
-      expect(ok['fabric.mtu']).toMatchObject({ status: 'pass', observed: 'MTU 1500 on 4 nodes; ping -M do -s 1472 passes between every pair' });
-      expect(ok['fabric.reachable']).toMatchObject({ status: 'pass', observed: '4 nodes reach each other over the fabric' });
+      expect(ok['fabric.mtu']).toMatchObject({
+        status: 'pass',
+        observed: 'MTU 1500 on 4 nodes; ping -M do -s 1472 passes between every pair',
+      });
+      expect(ok['fabric.reachable']).toMatchObject({
+        status: 'pass',
+        observed: '4 nodes reach each other over the fabric',
+      });
       // the test nodes are veths: no RDMA anywhere, NCCL would use sockets
       expect(ok['fabric.rdma'].status).toBe('warn');
       expect(ok['fabric.gid'].status).toBe('skip');
@@ -117,8 +141,13 @@ describe.each<[Mode, boolean]>([
         // a 1500-byte frame with DF set does not pass to or from n2; n0 -> n1 does
         expect(bad['fabric.mtu'].observed).toMatch(/ping -M do -s 1472 \(MTU 1500\) does not pass: .*n0 -> n2/);
         expect(bad['fabric.mtu'].observed).not.toContain('n0 -> n1');
-        expect(bad['fabric.reachable']).toMatchObject({ status: 'fail', observed: `not reachable: n3's fabric address ${lost} from n0, n1, n2` });
-        expect(bad['fabric.address'].observed).toBe(`n3: ${lost} is not on ${cl.interfaces[3]} (it has ${cl.addresses[3]})`);
+        expect(bad['fabric.reachable']).toMatchObject({
+          status: 'fail',
+          observed: `not reachable: n3's fabric address ${lost} from n0, n1, n2`,
+        });
+        expect(bad['fabric.address'].observed).toBe(
+          `n3: ${lost} is not on ${cl.interfaces[3]} (it has ${cl.addresses[3]})`,
+        );
       } finally {
         cl.exec(2, `ip link set dev ${iface} mtu 1500`);
       }
@@ -145,7 +174,9 @@ describe.each<[Mode, boolean]>([
     // an image over nodes that run vLLM on their hosts: bad input, nothing stopped
     const img = await run(['upgrade', 'qwen3-200b', '--image', 'localhost/x:1']);
     expect(img.exitCode, img.stderr).toBe(2);
-    expect(img.stderr).toContain("--image: qwen3-200b runs on the nodes' hosts (engine.runtime host), not in containers");
+    expect(img.stderr).toContain(
+      "--image: qwen3-200b runs on the nodes' hosts (engine.runtime host), not in containers",
+    );
     // the plan: in place, every node, the window without service said before anything starts
     const plan = await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--dry-run']);
     expect(plan.exitCode, plan.stderr).toBe(0);
@@ -154,10 +185,19 @@ describe.each<[Mode, boolean]>([
     expect(plan.stdout).toMatch(/IN PLACE: no spare nodes given \(--canary-nodes FILE\): NO SERVICE from the stop/);
     // both sides' own `serve --help=all` (native simulator ranks: the simulator plays each version, as on one host)
     expect(plan.stdout).toMatch(
-      new RegExp(`vLLM's own tables \\(serve --help=all\\): ${v0.replace(/\./g, '\\.')}: \\d+ options, \\d+ defaults \\(read in [^)]+\\); ${V1.replace(/\./g, '\\.')}: \\d+ options`),
+      new RegExp(
+        `vLLM's own tables \\(serve --help=all\\): ${v0.replace(/\./g, '\\.')}: \\d+ options, \\d+ defaults \\(read in [^)]+\\); ${V1.replace(/\./g, '\\.')}: \\d+ options`,
+      ),
     );
     const pj = JSON.parse((await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--dry-run', '--json'])).stdout);
-    expect(pj).toMatchObject({ kind: 'upgrade-plan', where: 'nodes', inPlace: true, nodes: ['n0', 'n1', 'n2', 'n3'], from: v0, to: V1 });
+    expect(pj).toMatchObject({
+      kind: 'upgrade-plan',
+      where: 'nodes',
+      inPlace: true,
+      nodes: ['n0', 'n1', 'n2', 'n3'],
+      from: v0,
+      to: V1,
+    });
     expect(pj.flagsNotRead).toBeUndefined();
     expect(pj.flags.current).toMatchObject({ source: 'read', findings: [] });
     expect(pj.flags.candidate).toMatchObject({ source: 'read', findings: [] });
@@ -171,7 +211,10 @@ describe.each<[Mode, boolean]>([
     const spare = (names: string[], addr: (i: number) => string, file: string) => {
       const all = names.map((name, i) => ({ ...nodesDoc.head, name, address: addr(i) }));
       const { fabric: _f, ...h } = all[0];
-      writeFileSync(file, yaml.dump({ ...nodesDoc, head: h, workers: all.slice(1).map(({ fabric: _g, ...w }: any) => w) }));
+      writeFileSync(
+        file,
+        yaml.dump({ ...nodesDoc, head: h, workers: all.slice(1).map(({ fabric: _g, ...w }: any) => w) }),
+      );
       return file;
     };
     const overlap = await run([
@@ -180,18 +223,33 @@ describe.each<[Mode, boolean]>([
       '--vllm',
       V1,
       '--canary-nodes',
-      spare(['c0', 'c1', 'c2', 'c3'], (i) => (i === 2 ? cl.addresses[2]! : `192.0.2.${10 + i}`), join(cl.dir, 'spare-overlap.yaml')),
+      spare(
+        ['c0', 'c1', 'c2', 'c3'],
+        (i) => (i === 2 ? cl.addresses[2]! : `192.0.2.${10 + i}`),
+        join(cl.dir, 'spare-overlap.yaml'),
+      ),
     ]);
     expect(overlap.exitCode, overlap.stderr).toBe(2);
     expect(overlap.stderr).toContain(`c2 (${cl.addresses[2]}) is also one of the server's nodes (n0, n1, n2, n3)`);
-    const small = await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', spare(['c0'], (i) => `192.0.2.${10 + i}`, join(cl.dir, 'spare-one.yaml'))]);
+    const small = await run([
+      'upgrade',
+      'qwen3-200b',
+      '--vllm',
+      V1,
+      '--canary-nodes',
+      spare(['c0'], (i) => `192.0.2.${10 + i}`, join(cl.dir, 'spare-one.yaml')),
+    ]);
     expect(small.exitCode, small.stderr).toBe(2);
     expect(small.stderr).toContain('1 node(s); the server runs TP 8 x PP 4 = 32 GPUs over 4 nodes (8 a node)');
     const spareFile = spare(['c0', 'c1', 'c2', 'c3'], (i) => `192.0.2.${10 + i}`, join(cl.dir, 'spare.yaml'));
     const cp = await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', spareFile, '--dry-run']);
     expect(cp.exitCode, cp.stderr).toBe(0);
-    expect(cp.stdout).toContain(`CANARY on 4 spare nodes (c0, c1, c2, c3; ${spareFile}) as qwen3-200b-canary, beside the running server`);
-    const cpj = JSON.parse((await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', spareFile, '--dry-run', '--json'])).stdout);
+    expect(cp.stdout).toContain(
+      `CANARY on 4 spare nodes (c0, c1, c2, c3; ${spareFile}) as qwen3-200b-canary, beside the running server`,
+    );
+    const cpj = JSON.parse(
+      (await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', spareFile, '--dry-run', '--json'])).stdout,
+    );
     expect(cpj.canary).toEqual({ name: 'qwen3-200b-canary', nodes: ['c0', 'c1', 'c2', 'c3'], nodesFile: spareFile });
     console.log(`--canary-nodes refusals and plan (4 CLI calls): ${Date.now() - tCanary} ms`);
     // the candidate refused as bad input when the canary is served there (here serve --nodes' own check of
@@ -203,17 +261,33 @@ describe.each<[Mode, boolean]>([
       timeout: 90_000,
     });
     expect(refused.exitCode, refused.stdout + refused.stderr).toBe(2);
-    expect(refused.stderr).toContain(`--canary-nodes ${spareFile}: the candidate was refused on the spare nodes: SPARKCTL_RAY_JOIN_TIMEOUT_S: "soon" is not a whole number of seconds`);
+    expect(refused.stderr).toContain(
+      `--canary-nodes ${spareFile}: the candidate was refused on the spare nodes: SPARKCTL_RAY_JOIN_TIMEOUT_S: "soon" is not a whole number of seconds`,
+    );
     expect(refused.stderr).toContain('qwen3-200b serves as before over n0, n1, n2, n3 (nothing of it was touched)');
     console.log(`--canary-nodes refused when served there: ${Date.now() - tRefused} ms`);
     expect(head().ranks.map((r: { pid: number }) => r.pid)).toEqual(before.ranks.map((r: { pid: number }) => r.pid));
     // a candidate whose greedy answers differ: compared, stopped, the previous served again over every node, exit 1
     // (two cluster serves, ~45 s on a loaded 2-core host: with SPARKCTL_E2E_UPGRADE_NODES=1; CI runs the passing one)
     if (ALL) {
-      const bad = await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--candidate-set', 'env.SPARKCTL_SIM_NUMERICS=another-build', '--json']);
+      const bad = await run([
+        'upgrade',
+        'qwen3-200b',
+        '--vllm',
+        V1,
+        '--candidate-set',
+        'env.SPARKCTL_SIM_NUMERICS=another-build',
+        '--json',
+      ]);
       expect(bad.exitCode, bad.stderr).toBe(1);
       const bj = JSON.parse(bad.stdout);
-      expect(bj, bad.stdout).toMatchObject({ kind: 'upgrade', status: 'canary-failed', where: 'nodes', serving: 'previous', steps: { candidate: 'healthy', pass: false, previous: 'healthy' } });
+      expect(bj, bad.stdout).toMatchObject({
+        kind: 'upgrade',
+        status: 'canary-failed',
+        where: 'nodes',
+        serving: 'previous',
+        steps: { candidate: 'healthy', pass: false, previous: 'healthy' },
+      });
       expect(bj.failed.join('\n')).toMatch(/golden/);
       const back = head();
       expect(back.ranks.map((r: { node: string }) => r.node)).toEqual(['n0', 'n1', 'n2', 'n3']);
@@ -223,11 +297,25 @@ describe.each<[Mode, boolean]>([
       expect(existsSync(join(state, 'pins', 'qwen3-200b.json'))).toBe(false);
     }
     // one that passes: it stays over every node, pinned, the version before kept for --rollback
-    const loose = ['--set', 'upgrade.ttftRatio=4', '--set', 'upgrade.tpotRatio=4', '--set', 'upgrade.throughputRatio=0.25'];
+    const loose = [
+      '--set',
+      'upgrade.ttftRatio=4',
+      '--set',
+      'upgrade.tpotRatio=4',
+      '--set',
+      'upgrade.throughputRatio=0.25',
+    ];
     const ok = await run(['upgrade', 'qwen3-200b', '--vllm', V1, ...loose, '--json']);
     expect(ok.exitCode, ok.stdout + ok.stderr).toBe(0);
     const oj = JSON.parse(ok.stdout);
-    expect(oj).toMatchObject({ status: 'rolled', serving: 'candidate', from: v0, to: V1, verdict: { pass: true }, steps: { candidate: 'healthy', pass: true } });
+    expect(oj).toMatchObject({
+      status: 'rolled',
+      serving: 'candidate',
+      from: v0,
+      to: V1,
+      verdict: { pass: true },
+      steps: { candidate: 'healthy', pass: true },
+    });
     // the window without service is measured and said: from the stop to the candidate's readiness
     expect(oj.noServiceMs).toBeGreaterThanOrEqual(oj.timings.serveCandidate);
     expect(oj.noServiceMs).toBeLessThan(oj.ms);
@@ -242,7 +330,9 @@ describe.each<[Mode, boolean]>([
       expect(await version()).toBe(v0);
     }
     const rep = JSON.parse((await run(['report', 'qwen3-200b', '--json'])).stdout);
-    expect(rep.upgrades.map((u: { kind: string; status: string; where: string }) => `${u.kind} ${u.status} ${u.where}`)).toEqual(
+    expect(
+      rep.upgrades.map((u: { kind: string; status: string; where: string }) => `${u.kind} ${u.status} ${u.where}`),
+    ).toEqual(
       ALL ? ['upgrade canary-failed nodes', 'upgrade rolled nodes', 'rollback rolled nodes'] : ['upgrade rolled nodes'],
     );
     // the upgrade pinned the profile's vLLM version (as it should: serve --nodes runs the pin from now on) and
@@ -264,46 +354,110 @@ describe.each<[Mode, boolean]>([
     const t0 = Date.now();
     const V1 = '0.17.1';
     const doc = yaml.load(readFileSync(cl.nodesFile, 'utf8')) as any;
-    const two = (head: any, worker: any, f: string) => (writeFileSync(f, yaml.dump({ ...doc, head, workers: [worker] })), f);
+    const two = (head: any, worker: any, f: string) => (
+      writeFileSync(f, yaml.dump({ ...doc, head, workers: [worker] })), f
+    );
     const A = two(doc.head, doc.workers[0], join(cl.dir, 'nodes-a.yaml'));
     const { fabric: _f, ...h2 } = doc.workers[1];
     const B = two(h2, doc.workers[2], join(cl.dir, 'nodes-b.yaml'));
     expect((await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile])).exitCode).toBe(0);
     const port = await freePort();
-    const fast = ['--set', 'parallel.executor=mp', '--set', 'parallel.pipeline=2', '--set', 'parallel.nodes=2', '--sim-load', '200ms', '--set', 'env.SPARKCTL_SIM_COLD_MS="0"'];
-    const sv = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', A, '--no-prewarm', '--set', `server.port=${port}`, ...fast, '--json']);
+    const fast = [
+      '--set',
+      'parallel.executor=mp',
+      '--set',
+      'parallel.pipeline=2',
+      '--set',
+      'parallel.nodes=2',
+      '--sim-load',
+      '200ms',
+      '--set',
+      'env.SPARKCTL_SIM_COLD_MS="0"',
+    ];
+    const sv = await run([
+      'serve',
+      'qwen3-200b',
+      '--engine',
+      'sim',
+      '--nodes',
+      A,
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      ...fast,
+      '--json',
+    ]);
     expect(sv.exitCode, sv.stderr).toBe(0);
     const head = () => JSON.parse(readFileSync(join(state, 'clusters', 'qwen3-200b.json'), 'utf8'));
     const version = async () => (await (await fetch(`${head().url}/version`)).json()).version as string;
     const before = head();
     const v0 = await version();
     const canaryGone = () => !existsSync(join(state, 'clusters', 'qwen3-200b-canary.json'));
-    const long = (args: string[]) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout: 300_000 });
-    const bad = await long(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', B, '--candidate-set', 'env.SPARKCTL_SIM_NUMERICS=another-build', '--json']);
+    const long = (args: string[]) =>
+      cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout: 300_000 });
+    const bad = await long([
+      'upgrade',
+      'qwen3-200b',
+      '--vllm',
+      V1,
+      '--canary-nodes',
+      B,
+      '--candidate-set',
+      'env.SPARKCTL_SIM_NUMERICS=another-build',
+      '--json',
+    ]);
     expect(bad.exitCode, bad.stdout + bad.stderr).toBe(1);
     const bj = JSON.parse(bad.stdout);
-    expect(bj).toMatchObject({ status: 'canary-failed', serving: 'previous', canary: { name: 'qwen3-200b-canary', nodes: ['n2', 'n3'], served: 'healthy', pass: false, stopped: true } });
+    expect(bj).toMatchObject({
+      status: 'canary-failed',
+      serving: 'previous',
+      canary: { name: 'qwen3-200b-canary', nodes: ['n2', 'n3'], served: 'healthy', pass: false, stopped: true },
+    });
     expect(bj.canary.url).toBe(`http://${cl.addresses[2]}:${port}`);
     expect(bj.failed.join('\n')).toMatch(/canary: .*golden/);
     expect(bj.steps.stopCurrent).toBeUndefined();
     expect(head().ranks.map((r: { pid: number }) => r.pid)).toEqual(before.ranks.map((r: { pid: number }) => r.pid));
     expect(await version()).toBe(v0);
     expect(canaryGone()).toBe(true);
-    const loose = ['--set', 'upgrade.ttftRatio=4', '--set', 'upgrade.tpotRatio=4', '--set', 'upgrade.throughputRatio=0.25'];
+    const loose = [
+      '--set',
+      'upgrade.ttftRatio=4',
+      '--set',
+      'upgrade.tpotRatio=4',
+      '--set',
+      'upgrade.throughputRatio=0.25',
+    ];
     const ok = await long(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', B, ...loose, '--json']);
     expect(ok.exitCode, ok.stdout + ok.stderr).toBe(0);
     const oj = JSON.parse(ok.stdout);
-    expect(oj).toMatchObject({ status: 'rolled', serving: 'candidate', to: V1, canary: { served: 'healthy', pass: true, stopped: true }, steps: { candidate: 'healthy', pass: true } });
+    expect(oj).toMatchObject({
+      status: 'rolled',
+      serving: 'candidate',
+      to: V1,
+      canary: { served: 'healthy', pass: true, stopped: true },
+      steps: { candidate: 'healthy', pass: true },
+    });
     // the canary was stopped before the server was: its measure, its stop, then the in-place steps
-    expect(Object.keys(oj.timings)).toEqual(['measureCurrent', 'serveCanary', 'measureCanary', 'stopCanary', 'stopCurrent', 'serveCandidate', 'measureCandidate']);
-    console.log(`canary on spare nodes: failing ${bj.ms} ms ${JSON.stringify(bj.timings)}; passing ${oj.ms} ms ${JSON.stringify(oj.timings)}, no service ${oj.noServiceMs} ms`);
+    expect(Object.keys(oj.timings)).toEqual([
+      'measureCurrent',
+      'serveCanary',
+      'measureCanary',
+      'stopCanary',
+      'stopCurrent',
+      'serveCandidate',
+      'measureCandidate',
+    ]);
+    console.log(
+      `canary on spare nodes: failing ${bj.ms} ms ${JSON.stringify(bj.timings)}; passing ${oj.ms} ms ${JSON.stringify(oj.timings)}, no service ${oj.noServiceMs} ms`,
+    );
     expect(await version()).toBe(V1);
     expect(head().ranks.map((r: { node: string }) => r.node)).toEqual(['n0', 'n1']);
     expect(canaryGone()).toBe(true);
     const rep = JSON.parse((await run(['report', 'qwen3-200b', '--json'])).stdout);
     expect(rep.upgrades.slice(-2).map((u: { status: string }) => u.status)).toEqual(['canary-failed', 'rolled']);
     rmSync(join(state, 'pins', 'qwen3-200b.json'));
-    for (const i of [0, 1, 2, 3]) cl.exec(i, `rm -rf "$HOME/.cache/sparkctl/vllm/qwen3-200b/${V1}" "$HOME/.cache/sparkctl/vllm/qwen3-200b-canary"`);
+    for (const i of [0, 1, 2, 3])
+      cl.exec(i, `rm -rf "$HOME/.cache/sparkctl/vllm/qwen3-200b/${V1}" "$HOME/.cache/sparkctl/vllm/qwen3-200b-canary"`);
     console.log(`canary on spare nodes: the whole part ${Date.now() - t0} ms`);
   };
 
@@ -311,12 +465,33 @@ describe.each<[Mode, boolean]>([
     'serve --nodes --json: one envelope (kind serve, healthy, the stop command), no progress text on stdout; upgrade in place over the nodes (netns, else fake ssh); stop --nodes --json too',
     async () => {
       const port = await freePort();
-      // native ranks (a process on every node), the simulator's load and first request short: the upgrade serves this cluster three more times
+      // native ranks (a process on every node), the simulator's load and first request short: the upgrade serves this
+      // cluster three more times
       const fast = ['--set', 'parallel.executor=mp', '--sim-load', '200ms', '--set', 'env.SPARKCTL_SIM_COLD_MS="0"'];
-      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${port}`, ...fast, '--json']);
+      const r = await run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        '--set',
+        `server.port=${port}`,
+        ...fast,
+        '--json',
+      ]);
       expect(r.exitCode, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout);
-      expect(out).toMatchObject({ version: 1, kind: 'serve', status: 'healthy', exitCode: 0, profile: 'qwen3-200b', failure: null, stop: `sparkctl stop qwen3-200b --nodes ${cl.nodesFile}` });
+      expect(out).toMatchObject({
+        version: 1,
+        kind: 'serve',
+        status: 'healthy',
+        exitCode: 0,
+        profile: 'qwen3-200b',
+        failure: null,
+        stop: `sparkctl stop qwen3-200b --nodes ${cl.nodesFile}`,
+      });
       expect(out.url).toBe(`http://${cl.addresses[0]}:${port}`);
       expect(out.probe.state).toBe('healthy');
       // upgrade over nodes, in place, on this very cluster (one mode runs it: netns where it can, else fake ssh)
@@ -336,16 +511,34 @@ describe.each<[Mode, boolean]>([
     'serve --nodes: Ray head, workers, all GPUs, vLLM on the head, ready, probe; stop --nodes',
     async () => {
       const port = await freePort();
-      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${port}`]);
+      const r = await run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        '--set',
+        `server.port=${port}`,
+      ]);
       expect(r.exitCode, r.stderr).toBe(0);
       expect(r.stderr).toContain('ray cluster: 4 nodes, 32 GPUs');
-      expect(r.stdout).toMatch(new RegExp(`ready: qwen3-200b over 4 nodes \\(32 GPUs\\).*http://${cl.addresses[0]!.replace(/\./g, '\\.')}:${port}/v1`));
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `ready: qwen3-200b over 4 nodes \\(32 GPUs\\).*http://${cl.addresses[0]!.replace(/\./g, '\\.')}:${port}/v1`,
+        ),
+      );
       expect(r.stdout).toMatch(/probe: healthy/);
       const calls = cl.calls().filter((x) => / start /.test(x));
       // Before starting anything, serve asks the head whether a Ray already runs there.
       expect(cl.calls()[0]).toBe('n0 status');
       expect(calls[0]).toBe(`n0 start --head --port 6379 --node-ip-address ${cl.addresses[0]} --num-gpus 8`);
-      expect(calls.slice(1, 4).sort()).toEqual([1, 2, 3].map((i) => `n${i} start --address ${cl.addresses[0]}:6379 --node-ip-address ${cl.addresses[i]} --num-gpus 8`));
+      expect(calls.slice(1, 4).sort()).toEqual(
+        [1, 2, 3].map(
+          (i) => `n${i} start --address ${cl.addresses[0]}:6379 --node-ip-address ${cl.addresses[i]} --num-gpus 8`,
+        ),
+      );
       const h = await fetch(`http://${cl.addresses[0]}:${port}/v1/models`);
       expect((await h.json()).data[0].id).toBe('qwen3-200b');
       const pr = await run(['probe', 'qwen3-200b']);
@@ -353,7 +546,8 @@ describe.each<[Mode, boolean]>([
       expect(pr.stdout).toMatch(/^qwen3-200b healthy/);
       const st = await run(['status']);
       expect(st.stdout).toMatch(/qwen3-200b\s+cluster healthy\s+head n0\s+server healthy/);
-      for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+8 GPUs`));
+      for (const i of [0, 1, 2, 3])
+        expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+8 GPUs`));
       const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
       expect(stop.exitCode, stop.stderr).toBe(0);
       expect(stop.stdout).toContain('vLLM on n0: stopped (SIGTERM)');
@@ -371,18 +565,44 @@ describe.each<[Mode, boolean]>([
     async () => {
       const port = await freePort();
       // compile on (the profile runs eager): each rank compiles and captures its own graphs
-      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${port}`, '--set', 'engine.enforceEager=false'];
-      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...native]);
+      const native = [
+        '--set',
+        'parallel.executor=mp',
+        '--set',
+        `server.port=${port}`,
+        '--set',
+        'engine.enforceEager=false',
+      ];
+      const r = await run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        ...native,
+      ]);
       expect(r.exitCode, r.stderr).toBe(0);
       for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`vLLM rank ${i} started on n${i} \\(pid \\d+`));
       expect(r.stderr).toContain('all 4 ranks joined (32 GPUs)');
       expect(r.stdout).toMatch(/probe: healthy/);
       // where each rank's start went, from its own log read on its node (cluster/rank-start.ts), in the serve output
-      for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`start qwen3-200b-0 rank ${i} on n${i}: process up [\\d.]+ s .*weights loaded [\\d.]+ s .*compile [\\d.]+ s \\(cache miss`));
+      for (const i of [0, 1, 2, 3])
+        expect(r.stderr).toMatch(
+          new RegExp(
+            `start qwen3-200b-0 rank ${i} on n${i}: process up [\\d.]+ s .*weights loaded [\\d.]+ s .*compile [\\d.]+ s \\(cache miss`,
+          ),
+        );
       expect(r.stderr).toMatch(/start qwen3-200b-0 rank 0 on n0: .*KV cache .*API up [\d.]+ s .*first token [\d.]+ s/);
       // status --json: the same reports, kept in the cluster's record; rank 0's is the server's
       const sj = JSON.parse((await run(['status', '--json'])).stdout).clusters[0];
-      expect(sj.starts.map((x: { rank: number; node: string }) => `${x.rank}:${x.node}`)).toEqual(['0:n0', '1:n1', '2:n2', '3:n3']);
+      expect(sj.starts.map((x: { rank: number; node: string }) => `${x.rank}:${x.node}`)).toEqual([
+        '0:n0',
+        '1:n1',
+        '2:n2',
+        '3:n3',
+      ]);
       expect(sj.start).toEqual(sj.starts[0].start);
       const h0 = sj.start;
       expect(h0.readyMs).toBeGreaterThan(0);
@@ -404,7 +624,10 @@ describe.each<[Mode, boolean]>([
       // start; vLLM's compile cache (the simulator keeps it under VLLM_CACHE_ROOT, as vLLM does) written there
       for (const x of sj.starts as Array<{ rank: number; start: { caches?: { dir: string; warm: boolean } } }>) {
         const home = cl.exec(x.rank, 'printf %s "$HOME"').stdout;
-        expect(x.start.caches, `rank ${x.rank}`).toEqual({ dir: expect.stringMatching(new RegExp(`^${home}/\\.cache/sparkctl/vllm/qwen3-200b/[^/@]+$`)), warm: false });
+        expect(x.start.caches, `rank ${x.rank}`).toEqual({
+          dir: expect.stringMatching(new RegExp(`^${home}/\\.cache/sparkctl/vllm/qwen3-200b/[^/@]+$`)),
+          warm: false,
+        });
         expect(nodeCache(x.rank)).toEqual({ dir: x.start.caches!.dir, warm: true });
         expect(cl.exec(x.rank, `stat -c %a "${x.start.caches!.dir}"`).stdout.trim()).toBe('700');
       }
@@ -418,12 +641,15 @@ describe.each<[Mode, boolean]>([
       expect(cl.calls().filter((x) => / start /.test(x))).toEqual([]);
       // The head's log: the store waited for the whole world before the model loaded.
       const head = cl.exec(0, 'cat $HOME/.local/state/sparkctl/logs/qwen3-200b-0-rank0.log').stdout;
-      expect(head).toMatch(/world_size=32 rank=0 .*distributed_init_method=tcp:\/\/[\d.]+:\d+[\s\S]*Starting to load model/);
+      expect(head).toMatch(
+        /world_size=32 rank=0 .*distributed_init_method=tcp:\/\/[\d.]+:\d+[\s\S]*Starting to load model/,
+      );
       const w = cl.exec(2, 'cat $HOME/.local/state/sparkctl/logs/qwen3-200b-0-rank2.log').stdout;
       expect(w).toMatch(/headless multiproc executor, with head node address [\d.]+:\d+/);
       expect(w).toContain('world_size=32 rank=16 ');
       const st = await run(['status']);
-      for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+rank ${i} running`));
+      for (const i of [0, 1, 2, 3])
+        expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+rank ${i} running`));
       // logs of a server over nodes: the head's log, read on the head through the record (was "no server or log named")
       const lg = await run(['logs', 'qwen3-200b', '-n', '400']);
       expect(lg.exitCode, lg.stderr).toBe(0);
@@ -442,25 +668,59 @@ describe.each<[Mode, boolean]>([
   it.skipIf(!available)(
     'stop acts on what the registry records: stop --nodes FILE without a name stops every native rank (no Ray); stop NAME without --nodes reads the record; restart says it is multi-node',
     async () => {
-      // compile on: a rank whose node kept its start caches (the native case above filled them) loads its compile from there
-      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${await freePort()}`, '--set', 'engine.enforceEager=false'];
+      // compile on: a rank whose node kept its start caches (the native case above filled them) loads its compile from
+      // there
+      const native = [
+        '--set',
+        'parallel.executor=mp',
+        '--set',
+        `server.port=${await freePort()}`,
+        '--set',
+        'engine.enforceEager=false',
+      ];
       const warm = [0, 1, 2, 3].map((i) => nodeCache(i).warm);
       if (cachesFilled) expect(warm).toEqual([true, true, true, true]);
-      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...native]);
+      const r = await run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        ...native,
+      ]);
       expect(r.exitCode, r.stderr).toBe(0);
-      // the per-rank start line says each rank's compile verdict, from its own log: a hit exactly where its node's folder was warm
-      for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`start qwen3-200b-0 rank ${i} on n${i}: .*compile [\\d.]+ s \\(cache ${warm[i] ? 'hit' : 'miss'}`));
-      const starts = JSON.parse((await run(['status', '--json'])).stdout).clusters[0].starts as Array<{ rank: number; start: { caches?: { warm: boolean }; compile?: { cache?: string } } }>;
-      expect(starts.map((x) => [x.rank, x.start.caches?.warm, x.start.compile?.cache])).toEqual(warm.map((w, i) => [i, w, w ? 'hit' : 'miss']));
+      // the per-rank start line says each rank's compile verdict, from its own log: a hit exactly where its node's
+      // folder was warm
+      for (const i of [0, 1, 2, 3])
+        expect(r.stderr).toMatch(
+          new RegExp(`start qwen3-200b-0 rank ${i} on n${i}: .*compile [\\d.]+ s \\(cache ${warm[i] ? 'hit' : 'miss'}`),
+        );
+      const starts = JSON.parse((await run(['status', '--json'])).stdout).clusters[0].starts as Array<{
+        rank: number;
+        start: { caches?: { warm: boolean }; compile?: { cache?: string } };
+      }>;
+      expect(starts.map((x) => [x.rank, x.start.caches?.warm, x.start.compile?.cache])).toEqual(
+        warm.map((w, i) => [i, w, w ? 'hit' : 'miss']),
+      );
       // restart of a server over nodes: bad input that says so (not "nothing registered")
       const re = await run(['restart', 'qwen3-200b']);
       expect(re.exitCode).toBe(2);
-      expect(re.stderr).toContain(`qwen3-200b is served over nodes (${cl.nodesFile}): restart does not relaunch a multi-node server`);
+      expect(re.stderr).toContain(
+        `qwen3-200b is served over nodes (${cl.nodesFile}): restart does not relaunch a multi-node server`,
+      );
       // the form without a name: what the record on these nodes names, every rank; no Ray was started, none is stopped
       const stop = await run(['stop', '--nodes', cl.nodesFile, '--json']);
       expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
       const j = JSON.parse(stop.stdout);
-      expect(j).toMatchObject({ version: 1, kind: 'stop-nodes', executor: 'native', ray: [], stopped: [{ profile: 'qwen3-200b', executor: 'native' }] });
+      expect(j).toMatchObject({
+        version: 1,
+        kind: 'stop-nodes',
+        executor: 'native',
+        ray: [],
+        stopped: [{ profile: 'qwen3-200b', executor: 'native' }],
+      });
       expect(j.steps).toEqual([0, 1, 2, 3].map((i) => `vLLM rank ${i} on n${i}: stopped (SIGTERM)`));
       expect(cl.calls().filter((x) => x.endsWith(' stop'))).toEqual([]);
       await waitFor(() => processesMarked(marker).length === 0, 15_000);
@@ -468,7 +728,17 @@ describe.each<[Mode, boolean]>([
       if (mode === 'netns') for (const i of [0, 1, 2, 3]) expect(cl.processes(i)).toEqual([]);
       expect(readdirSync(join(state, 'clusters'))).toEqual([]);
       // Ray's path, stopped by name from the one-host form: the record names its nodes file
-      const ray = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+      const ray = await run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        '--set',
+        `server.port=${await freePort()}`,
+      ]);
       expect(ray.exitCode, ray.stderr).toBe(0);
       const byName = await run(['stop', 'qwen3-200b']);
       expect(byName.exitCode, byName.stdout + byName.stderr).toBe(0);
@@ -488,7 +758,20 @@ describe.each<[Mode, boolean]>([
       const fault = join(cl.dir, 'sim-fault');
       writeFileSync(fault, 'hang-at-load');
       const serveOn = async (executor: string, ...more: string[]) =>
-        run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...more, '--set', `parallel.executor=${executor}`, '--set', `server.port=${await freePort()}`]);
+        run([
+          'serve',
+          'qwen3-200b',
+          '--engine',
+          'sim',
+          '--nodes',
+          cl.nodesFile,
+          '--no-prewarm',
+          ...more,
+          '--set',
+          `parallel.executor=${executor}`,
+          '--set',
+          `server.port=${await freePort()}`,
+        ]);
       try {
         for (const executor of ['mp', 'ray']) {
           const started = Date.now();
@@ -511,7 +794,12 @@ describe.each<[Mode, boolean]>([
           const r = await serveOn(executor, '--json');
           expect(r.exitCode, `${executor}: ${r.stderr}`).toBe(4);
           const f = JSON.parse(r.stdout).failure;
-          expect(f, executor).toMatchObject({ reason: 'exited', cause: 'cuda-oom', line: expect.stringMatching(/OutOfMemoryError: CUDA out of memory/), node: expect.stringMatching(/^n[0-3]$/) });
+          expect(f, executor).toMatchObject({
+            reason: 'exited',
+            cause: 'cuda-oom',
+            line: expect.stringMatching(/OutOfMemoryError: CUDA out of memory/),
+            node: expect.stringMatching(/^n[0-3]$/),
+          });
           expect(f.message, executor).toMatch(/out of GPU memory/);
           await waitFor(() => processesMarked(marker).length === 0, 15_000);
           expect(existsSync(join(state, 'clusters')) ? readdirSync(join(state, 'clusters')) : []).toEqual([]);
@@ -574,12 +862,30 @@ describe.each<[Mode, boolean]>([
       const port = await freePort();
       // On the head node, before serve: a server that answers /health and lists the model, as a stale vLLM would.
       const foreign = `require('http').createServer((q,s)=>{s.setHeader('content-type','application/json');s.end(q.url.startsWith('/v1/models')?JSON.stringify({object:'list',data:[{id:'qwen3-200b',object:'model'}]}):'{}')}).listen(${port},'0.0.0.0')`;
-      const pid = cl.exec(0, `setsid nohup ${process.execPath} -e "${foreign}" > /dev/null 2>&1 < /dev/null & echo $!`).stdout.trim();
+      const pid = cl
+        .exec(0, `setsid nohup ${process.execPath} -e "${foreign}" > /dev/null 2>&1 < /dev/null & echo $!`)
+        .stdout.trim();
       expect(pid).toMatch(/^\d+$/);
       try {
-        await waitFor(() => cl.exec(0, `(exec 3<>/dev/tcp/${cl.addresses[0]}/${port}) 2>/dev/null`).status === 0, 15_000);
+        await waitFor(
+          () => cl.exec(0, `(exec 3<>/dev/tcp/${cl.addresses[0]}/${port}) 2>/dev/null`).status === 0,
+          15_000,
+        );
         for (const executor of ['mp', 'ray']) {
-          const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `parallel.executor=${executor}`, '--set', `server.port=${port}`, '--json']);
+          const r = await run([
+            'serve',
+            'qwen3-200b',
+            '--engine',
+            'sim',
+            '--nodes',
+            cl.nodesFile,
+            '--no-prewarm',
+            '--set',
+            `parallel.executor=${executor}`,
+            '--set',
+            `server.port=${port}`,
+            '--json',
+          ]);
           // without the proof the foreign answer is "ready" and serve goes on to probe it (exit 0 or 1)
           expect(r.exitCode, `${executor}: ${r.stdout}${r.stderr}`).toBe(4);
           const out = JSON.parse(r.stdout);
@@ -601,7 +907,17 @@ describe.each<[Mode, boolean]>([
     'a node that fails to join: exit 4 naming it, Ray stopped everywhere',
     async () => {
       writeFileSync(join(cl.rayDir, 'fail-n2'), '');
-      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+      const r = await run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        '--set',
+        `server.port=${await freePort()}`,
+      ]);
       expect(r.exitCode).toBe(4);
       expect(r.stderr).toMatch(/node n2 \([\d.]+\) failed to join the Ray cluster: ConnectionError/);
       expect(cl.calls().filter((x) => x.endsWith('stop --force'))).toHaveLength(4);
@@ -613,9 +929,21 @@ describe.each<[Mode, boolean]>([
     'a Ray cluster short of GPUs: exit 4 with the count',
     async () => {
       writeFileSync(join(cl.rayDir, 'gpus-n3'), '0');
-      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+      const r = await run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        '--set',
+        `server.port=${await freePort()}`,
+      ]);
       expect(r.exitCode).toBe(4);
-      expect(r.stderr).toContain('the Ray cluster has 4 node(s) with 24 GPUs; the nodes file declares 4 with 32; n3 has 0 GPUs in Ray, 8 in the nodes file');
+      expect(r.stderr).toContain(
+        'the Ray cluster has 4 node(s) with 24 GPUs; the nodes file declares 4 with 32; n3 has 0 GPUs in Ray, 8 in the nodes file',
+      );
       await waitFor(() => processesMarked(marker).length === 0, 15_000);
       expect(processesMarked(marker)).toEqual([]);
     },
@@ -628,39 +956,122 @@ describe('multi-node plans without a cluster', () => {
     const r = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json']);
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(j).toMatchObject({ kind: 'multinode-plan', gpusNeeded: 32, gpusInCluster: 32, url: 'http://10.0.0.10:8000' });
-    expect(j.steps.map((s: { node: string; role: string }) => `${s.node}/${s.role}`)).toEqual(['node0/head', 'node1/worker', 'node2/worker', 'node3/worker']);
-    expect(j.steps[0].argv[0]).toEqual(['ray', 'start', '--head', '--port', '6379', '--node-ip-address', '10.0.0.10', '--num-gpus', '8']);
-    expect(j.steps[2].env).toEqual({ VLLM_HOST_IP: '10.0.0.12', NCCL_SOCKET_IFNAME: 'ens1f0', GLOO_SOCKET_IFNAME: 'ens1f0' });
+    expect(j).toMatchObject({
+      kind: 'multinode-plan',
+      gpusNeeded: 32,
+      gpusInCluster: 32,
+      url: 'http://10.0.0.10:8000',
+    });
+    expect(j.steps.map((s: { node: string; role: string }) => `${s.node}/${s.role}`)).toEqual([
+      'node0/head',
+      'node1/worker',
+      'node2/worker',
+      'node3/worker',
+    ]);
+    expect(j.steps[0].argv[0]).toEqual([
+      'ray',
+      'start',
+      '--head',
+      '--port',
+      '6379',
+      '--node-ip-address',
+      '10.0.0.10',
+      '--num-gpus',
+      '8',
+    ]);
+    expect(j.steps[2].env).toEqual({
+      VLLM_HOST_IP: '10.0.0.12',
+      NCCL_SOCKET_IFNAME: 'ens1f0',
+      GLOO_SOCKET_IFNAME: 'ens1f0',
+    });
     const vllm = j.steps[0].argv[1];
     expect(vllm.slice(0, 3)).toEqual(['vllm', 'serve', '/models/qwen3-200b']);
-    expect(vllm).toEqual(expect.arrayContaining(['--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'ray']));
+    expect(vllm).toEqual(
+      expect.arrayContaining([
+        '--tensor-parallel-size',
+        '8',
+        '--pipeline-parallel-size',
+        '4',
+        '--distributed-executor-backend',
+        'ray',
+      ]),
+    );
   });
 
   it("serve --nodes --dry-run with parallel.executor mp: vLLM's own launch, one command per node, ranks 0..3, --headless on workers", async () => {
-    const r = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json', '--set', 'parallel.executor=mp']);
+    const r = await cli([
+      'serve',
+      'qwen3-200b',
+      '--nodes',
+      join(FIXTURES, 'nodes-4.yaml'),
+      '--dry-run',
+      '--json',
+      '--set',
+      'parallel.executor=mp',
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(j).toMatchObject({ kind: 'multinode-plan', executor: 'native', gpusNeeded: 32, url: 'http://10.0.0.10:8000' });
-    expect(j.steps.map((s: { node: string; argv: string[][] }) => `${s.node}:${s.argv.length}:${s.argv[0]!.slice(s.argv[0]!.indexOf('--nnodes')).join(' ')}`)).toEqual([
+    expect(j).toMatchObject({
+      kind: 'multinode-plan',
+      executor: 'native',
+      gpusNeeded: 32,
+      url: 'http://10.0.0.10:8000',
+    });
+    expect(
+      j.steps.map(
+        (s: { node: string; argv: string[][] }) =>
+          `${s.node}:${s.argv.length}:${s.argv[0]!.slice(s.argv[0]!.indexOf('--nnodes')).join(' ')}`,
+      ),
+    ).toEqual([
       'node0:1:--nnodes 4 --node-rank 0 --master-addr 10.0.0.10 --master-port 29501',
       'node1:1:--nnodes 4 --node-rank 1 --master-addr 10.0.0.10 --master-port 29501 --headless',
       'node2:1:--nnodes 4 --node-rank 2 --master-addr 10.0.0.10 --master-port 29501 --headless',
       'node3:1:--nnodes 4 --node-rank 3 --master-addr 10.0.0.10 --master-port 29501 --headless',
     ]);
-    expect(j.steps[0].argv[0]).toEqual(expect.arrayContaining(['--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'mp']));
-    const t = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--set', 'parallel.executor=mp']);
+    expect(j.steps[0].argv[0]).toEqual(
+      expect.arrayContaining([
+        '--tensor-parallel-size',
+        '8',
+        '--pipeline-parallel-size',
+        '4',
+        '--distributed-executor-backend',
+        'mp',
+      ]),
+    );
+    const t = await cli([
+      'serve',
+      'qwen3-200b',
+      '--nodes',
+      join(FIXTURES, 'nodes-4.yaml'),
+      '--dry-run',
+      '--set',
+      'parallel.executor=mp',
+    ]);
     expect(t.stdout).toContain("with vLLM's own multi-node launch (--nnodes 4, rendezvous 10.0.0.10:29501)");
     expect(t.stdout.match(/^vllm serve /gm)).toHaveLength(4);
     // Before 0.12 vLLM has no --nnodes: the same profile falls back to Ray
-    const old = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json', '--set', 'parallel.executor=mp', '--set', 'engine.vllmVersion=0.11.0']);
+    const old = await cli([
+      'serve',
+      'qwen3-200b',
+      '--nodes',
+      join(FIXTURES, 'nodes-4.yaml'),
+      '--dry-run',
+      '--json',
+      '--set',
+      'parallel.executor=mp',
+      '--set',
+      'engine.vllmVersion=0.11.0',
+    ]);
     expect(JSON.parse(old.stdout).executor).toBe('ray');
   });
 
   it('a nodes file short of GPUs is bad input; an invalid nodes file names the field', async () => {
     const dir = tempDir();
     try {
-      writeFileSync(join(dir, 'two.yaml'), 'head: { name: a, address: 10.0.0.1, interface: eth0, gpus: 8 }\nworkers: [{ name: b, address: 10.0.0.2, interface: eth0, gpus: 8 }]\n');
+      writeFileSync(
+        join(dir, 'two.yaml'),
+        'head: { name: a, address: 10.0.0.1, interface: eth0, gpus: 8 }\nworkers: [{ name: b, address: 10.0.0.2, interface: eth0, gpus: 8 }]\n',
+      );
       const short = await cli(['serve', 'qwen3-200b', '--nodes', join(dir, 'two.yaml'), '--dry-run']);
       expect(short.exitCode).toBe(2);
       expect(short.stderr).toContain('the nodes file has 2 node(s) with 16 GPUs in all; TP 8 x PP 4 needs 32');
@@ -682,7 +1093,9 @@ describe('multi-node plans without a cluster', () => {
     expect(lws.spec.leaderWorkerTemplate.size).toBe(4);
     const leader = lws.spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0];
     expect(leader.command[2]).toMatch(/^ray start --head --port=6379/);
-    expect(leader.command[2]).toContain('--tensor-parallel-size 8 --pipeline-parallel-size 4 --distributed-executor-backend ray');
+    expect(leader.command[2]).toContain(
+      '--tensor-parallel-size 8 --pipeline-parallel-size 4 --distributed-executor-backend ray',
+    );
     expect(leader.readinessProbe.httpGet.path).toBe('/health');
     const worker = lws.spec.leaderWorkerTemplate.workerTemplate.spec.containers[0];
     expect(worker.command[2]).toMatch(/ray start --address=\$\(LWS_LEADER_ADDRESS\):6379 .*--block$/);

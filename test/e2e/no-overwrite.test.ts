@@ -10,7 +10,19 @@
 // Real CLI processes; bench and probe run against the simulator (src/sim) where they must succeed.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { appendFileSync, copyFileSync, cpSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { cli, FIXTURES, freePort, startSim, tempDirs, ROOT, type SimHandle } from '../helpers.js';
 
@@ -33,11 +45,23 @@ beforeAll(async () => {
   const port = await freePort();
   await new Promise<void>((r) => counting.listen(port, '127.0.0.1', r));
   countUrl = `http://127.0.0.1:${port}`;
-  sim = await startSim(['--sim-cold-ms', '0', '--sim-prefill-tps', '5000', '--sim-decode-ms', '2', '--max-model-len', '4096']);
+  sim = await startSim([
+    '--sim-cold-ms',
+    '0',
+    '--sim-prefill-tps',
+    '5000',
+    '--sim-decode-ms',
+    '2',
+    '--max-model-len',
+    '4096',
+  ]);
   const d = fresh();
   history = join(d, 'state');
   mkdirSync(join(history, 'history'), { recursive: true });
-  copyFileSync(join(FIXTURES, 'history', 'document-example.jsonl'), join(history, 'history', 'doc-example-0.0a0b0c0d.jsonl'));
+  copyFileSync(
+    join(FIXTURES, 'history', 'document-example.jsonl'),
+    join(history, 'history', 'doc-example-0.0a0b0c0d.jsonl'),
+  );
   model = join(d, 'model');
   cpSync(join(FIXTURES, 'models', 'llama-3.1-8b'), model, { recursive: true });
 }, 60_000);
@@ -58,12 +82,40 @@ interface Writer {
 
 const WRITERS: Record<string, Writer> = {
   'bench --save-result': {
-    argv: (p, live) => ['bench', '--url', live ? sim.url : countUrl, '--requests', '2', '--warmup', '0', '--input-len', '16', '--output-len', '2', '--save-result', p],
+    argv: (p, live) => [
+      'bench',
+      '--url',
+      live ? sim.url : countUrl,
+      '--requests',
+      '2',
+      '--warmup',
+      '0',
+      '--input-len',
+      '16',
+      '--output-len',
+      '2',
+      '--save-result',
+      p,
+    ],
     flag: '--save-result',
     looks: /^\{/,
   },
   'bench --html': {
-    argv: (p, live) => ['bench', '--url', live ? sim.url : countUrl, '--requests', '2', '--warmup', '0', '--input-len', '16', '--output-len', '2', '--html', p],
+    argv: (p, live) => [
+      'bench',
+      '--url',
+      live ? sim.url : countUrl,
+      '--requests',
+      '2',
+      '--warmup',
+      '0',
+      '--input-len',
+      '16',
+      '--output-len',
+      '2',
+      '--html',
+      p,
+    ],
     flag: '--html',
     looks: /^<!doctype html>/i,
   },
@@ -182,9 +234,15 @@ function foreignFolderLink(d: string): { link: string; target: string } {
 }
 
 describe.each(Object.entries(WRITERS))('%s', (_label, w) => {
-  const run = (path: string, live: boolean, extra: string[] = []) => cli([...w.argv(path, live), ...extra], { env: { SPARKCTL_STATE_DIR: w.state?.() ?? join(fresh(), 'state') }, timeout: 60_000 });
+  const run = (path: string, live: boolean, extra: string[] = []) =>
+    cli([...w.argv(path, live), ...extra], {
+      env: { SPARKCTL_STATE_DIR: w.state?.() ?? join(fresh(), 'state') },
+      timeout: 60_000,
+    });
 
-  it('an existing file is refused without --force: exit 2 naming the flag and --force, untouched, no work done', { timeout: 60_000 }, async () => {
+  it('an existing file is refused without --force: exit 2 naming the flag and --force, untouched, no work done', {
+    timeout: 60_000,
+  }, async () => {
     const d = fresh();
     const p = victimIn(d);
     hits = 0;
@@ -206,7 +264,9 @@ describe.each(Object.entries(WRITERS))('%s', (_label, w) => {
     expect(readdirSync(d).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
-  it('a symlink at the name is refused even with --force; nothing written through it', { timeout: 60_000 }, async () => {
+  it('a symlink at the name is refused even with --force; nothing written through it', {
+    timeout: 60_000,
+  }, async () => {
     const d = fresh();
     const victim = victimIn(d);
     const p = join(d, 'link');
@@ -220,7 +280,9 @@ describe.each(Object.entries(WRITERS))('%s', (_label, w) => {
     expect(hits).toBe(0);
   });
 
-  it("a folder on the way that is another user's link is refused even with --force; nothing written where it points", { timeout: 60_000 }, async () => {
+  it("a folder on the way that is another user's link is refused even with --force; nothing written where it points", {
+    timeout: 60_000,
+  }, async () => {
     const d = fresh();
     const { link, target } = foreignFolderLink(d);
     const r = await run(join(link, 'x.out'), false, ['--force']);
@@ -235,7 +297,8 @@ describe('probe --prometheus rewrites only the textfile it wrote itself', { time
     const d = fresh();
     const state = join(d, 'state');
     const p = join(d, 'sparkctl.prom');
-    const probe = (extra: string[] = []) => cli([...WRITERS['probe --prometheus']!.argv(p, true), ...extra], { env: { SPARKCTL_STATE_DIR: state } });
+    const probe = (extra: string[] = []) =>
+      cli([...WRITERS['probe --prometheus']!.argv(p, true), ...extra], { env: { SPARKCTL_STATE_DIR: state } });
     const first = await probe();
     expect(first.exitCode, first.stderr).not.toBe(2);
     expect(readFileSync(p, 'utf8')).toMatch(/^# HELP/);
@@ -256,7 +319,10 @@ describe('probe --prometheus rewrites only the textfile it wrote itself', { time
 });
 
 describe('collect --out-dir DIR never writes into an existing bundle or through a link', { timeout: 60_000 }, () => {
-  const collect = (out: string) => cli(['collect', '--out-dir', out, '--probe-timeout', '2s'], { env: { SPARKCTL_STATE_DIR: join(fresh(), 'state') } });
+  const collect = (out: string) =>
+    cli(['collect', '--out-dir', out, '--probe-timeout', '2s'], {
+      env: { SPARKCTL_STATE_DIR: join(fresh(), 'state') },
+    });
   it('a folder that is not empty: exit 2, its files untouched', async () => {
     const d = fresh();
     const out = join(d, 'bundle');

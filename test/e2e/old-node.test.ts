@@ -8,7 +8,11 @@ describe('sparkctl on an old Node', () => {
   it.each(['18.19.1', '20.17.0'])('Node %s: exit 2, the version needed and how to get it', async (v) => {
     const r = await execa(
       process.execPath,
-      ['--input-type=module', '-e', `Object.defineProperty(process.versions, 'node', { value: '${v}' }); process.argv.push('status'); await import(${JSON.stringify(BIN)});`],
+      [
+        '--input-type=module',
+        '-e',
+        `Object.defineProperty(process.versions, 'node', { value: '${v}' }); process.argv.push('status'); await import(${JSON.stringify(BIN)});`,
+      ],
       { reject: false },
     );
     expect(r.exitCode).toBe(2);

@@ -43,7 +43,13 @@ async function story(extra: string[], path?: string): Promise<Row[]> {
     { verb: 'serve --dry-run', version: dry.vllmVersion, guess: guessed(dry.warnings.join('\n')) },
     { verb: 'monitoring', version: /vLLM (\S+) metric names/.exec(mon.stdout)![1]!, guess: guessed(mon.stderr) },
     { verb: 'serve --dry-run --runtime container', version: box.vllmVersion },
-    { verb: 'k8s', version: /rendered for vLLM (\S+?),|flags for the newest table, (\S+) \(a guess\)/.exec(k8s.stderr)!.slice(1).find(Boolean)! },
+    {
+      verb: 'k8s',
+      version: /rendered for vLLM (\S+?),|flags for the newest table, (\S+) \(a guess\)/
+        .exec(k8s.stderr)!
+        .slice(1)
+        .find(Boolean)!,
+    },
     { verb: 'serve --engine sim --dry-run', version: sim.vllmVersion },
     { verb: 'the simulator argv', version: simArgv[simArgv.indexOf('--sim-vllm-version') + 1]! },
   ];
@@ -81,7 +87,9 @@ describe('one profile, one vLLM version in every verb', { timeout: 180_000 }, ()
     const said = rows.filter((r) => r.guess).map((r) => r.guess);
     expect(said).toHaveLength(3);
     expect(new Set(said.map((s) => s!.replace('metric names of', 'flags rendered for')))).toEqual(
-      new Set(["vLLM version not read (vllm is not on PATH): flags rendered for the vLLM of nvcr.io/nvidia/vllm:26.03-py3 by NVIDIA's release notes for NGC 26.03, 0.17.1 (a guess)"]),
+      new Set([
+        "vLLM version not read (vllm is not on PATH): flags rendered for the vLLM of nvcr.io/nvidia/vllm:26.03-py3 by NVIDIA's release notes for NGC 26.03, 0.17.1 (a guess)",
+      ]),
     );
   });
 
@@ -107,9 +115,25 @@ describe('one profile, one vLLM version in every verb', { timeout: 180_000 }, ()
 
   it('the simulator answers /version with the version plan gave', async () => {
     const port = await freePort();
-    const r = await cli(['serve', P, '--engine', 'sim', '--no-prewarm', '--skip-preflight', '--set', 'parallel.replicas=1', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1'], {
-      env: env(),
-    });
+    const r = await cli(
+      [
+        'serve',
+        P,
+        '--engine',
+        'sim',
+        '--no-prewarm',
+        '--skip-preflight',
+        '--set',
+        'parallel.replicas=1',
+        '--set',
+        `server.port=${port}`,
+        '--set',
+        'server.host=127.0.0.1',
+      ],
+      {
+        env: env(),
+      },
+    );
     expect(r.exitCode, r.stderr).toBe(0);
     const v = await (await fetch(`http://127.0.0.1:${port}/version`)).json();
     expect(v).toEqual({ version: '0.17.1' });
@@ -120,7 +144,9 @@ describe('plan gives one verdict', () => {
   it('a plan whose memory fits but that needs more GPUs than the host has: "fits no" with the reason, exit 2', async () => {
     const r = await cli(['plan', 'qwen3-200b'], { env: env() });
     expect(r.exitCode).toBe(2);
-    expect(r.stdout).toMatch(/^fits +no: parallel: needs 32 GPUs \(TP 8 x PP 4\); this host has 8.*; the memory of each GPU would hold its share$/m);
+    expect(r.stdout).toMatch(
+      /^fits +no: parallel: needs 32 GPUs \(TP 8 x PP 4\); this host has 8.*; the memory of each GPU would hold its share$/m,
+    );
     expect(r.stdout).not.toMatch(/^fits +yes/m);
     const j = await cli(['plan', 'qwen3-200b', '--json'], { env: env() });
     expect(j.exitCode).toBe(2);

@@ -3,7 +3,16 @@
 // A symlink at the name is refused (as root it could point at any file), never followed.
 import { describe, it, expect, afterAll, beforeAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { mkdirSync, copyFileSync, writeFileSync, readFileSync, symlinkSync, existsSync, readdirSync, chmodSync } from 'node:fs';
+import {
+  mkdirSync,
+  copyFileSync,
+  writeFileSync,
+  readFileSync,
+  symlinkSync,
+  existsSync,
+  readdirSync,
+  chmodSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { cli, freePort, FIXTURES, tempDirs } from '../helpers.js';
 
@@ -61,7 +70,9 @@ describe('bad output paths are exit 2 before any work', { timeout: 180_000 }, ()
     for (const [label, path] of badPlaces(d)) {
       for (const flag of ['--save-result', '--html']) {
         hits = 0;
-        const r = await cli(['bench', '--url', url, '--requests', '1', flag, path], { env: { SPARKCTL_STATE_DIR: join(d, 'state') } });
+        const r = await cli(['bench', '--url', url, '--requests', '1', flag, path], {
+          env: { SPARKCTL_STATE_DIR: join(d, 'state') },
+        });
         expect(r.exitCode, `${flag} ${label}: ${r.stderr}`).toBe(2);
         expect(r.stderr, label).toContain(flag);
         expect(hits, `${flag} ${label}: the server was contacted`).toBe(0);
@@ -74,7 +85,10 @@ describe('bad output paths are exit 2 before any work', { timeout: 180_000 }, ()
     const d = fresh();
     const state = join(d, 'state');
     mkdirSync(join(state, 'history'), { recursive: true });
-    copyFileSync(join(FIXTURES, 'history', 'document-example.jsonl'), join(state, 'history', 'doc-example-0.0a0b0c0d.jsonl'));
+    copyFileSync(
+      join(FIXTURES, 'history', 'document-example.jsonl'),
+      join(state, 'history', 'doc-example-0.0a0b0c0d.jsonl'),
+    );
     const base = ['report', 'doc-example', '--since', '2026-10-01T00:00:00Z'];
     for (const [label, path] of badPlaces(d)) {
       const r = await cli([...base, '--html', path], { env: { SPARKCTL_STATE_DIR: state } });
@@ -114,7 +128,10 @@ describe('logs sparkctl appends to are never written through a link', { timeout:
     const victim = join(d, 'victim');
     writeFileSync(victim, 'precious\n');
     symlinkSync(victim, join(state, 'logs', 'qwen3.5-9b-0.log'));
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--gpus', '2', '--no-prewarm', '--sim-load-seconds', '0'], { env: { SPARKCTL_STATE_DIR: state } });
+    const r = await cli(
+      ['serve', 'qwen3.5-9b', '--engine', 'sim', '--gpus', '2', '--no-prewarm', '--sim-load-seconds', '0'],
+      { env: { SPARKCTL_STATE_DIR: state } },
+    );
     expect(r.exitCode, r.stderr).toBe(2);
     expect(r.stderr).toMatch(/server log .*qwen3\.5-9b-0\.log: is a symbolic link/);
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');

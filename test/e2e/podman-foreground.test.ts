@@ -20,10 +20,27 @@ function profileDir(name: string, port: number, shutdownTimeoutSeconds: number):
   mkdirSync(dir, { recursive: true });
   const p = {
     name,
-    model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, kvHeads: 4, headDim: 256, attentionHeads: 16, hiddenSize: 4096, weightBytesPerParam: 2, maxContext: 32768 },
+    model: {
+      id: 'Qwen/Qwen3.5-9B',
+      parameters: 9e9,
+      layers: 32,
+      kvHeads: 4,
+      headDim: 256,
+      attentionHeads: 16,
+      hiddenSize: 4096,
+      weightBytesPerParam: 2,
+      maxContext: 32768,
+    },
     engine: { vllmVersion: '0.25.0', runtime: 'container', maxModelLen: 8192 },
     server: { host: '127.0.0.1', port, shutdownTimeoutSeconds },
-    container: { cli: 'podman', image: suite.image(), cliArgs: PODMAN, network: 'host', ulimits: {}, hfCache: join(work, 'no-hf-cache') },
+    container: {
+      cli: 'podman',
+      image: suite.image(),
+      cliArgs: PODMAN,
+      network: 'host',
+      ulimits: {},
+      hfCache: join(work, 'no-hf-cache'),
+    },
   };
   writeFileSync(join(dir, `${name}.yaml`), JSON.stringify(p));
   return dir;
@@ -48,7 +65,19 @@ const readyAt = (name: string) => () => {
 async function foreground(name: string, port: number, shutdownTimeoutSeconds: number) {
   const p = execa(
     process.execPath,
-    [BIN, 'serve', name, '--profiles', profileDir(name, port, shutdownTimeoutSeconds), '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', '--foreground'],
+    [
+      BIN,
+      'serve',
+      name,
+      '--profiles',
+      profileDir(name, port, shutdownTimeoutSeconds),
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--sim-load-seconds',
+      '0.3',
+      '--foreground',
+    ],
     {
       reject: false,
       env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...env },
@@ -61,14 +90,23 @@ async function foreground(name: string, port: number, shutdownTimeoutSeconds: nu
   return { p, stderr: () => err };
 }
 
-/** A stream in flight: `started` once its first token has arrived (so a signal after it finds it running, however loaded the host). */
+/**
+ * A stream in flight: `started` once its first token has arrived (so a signal after it finds it running, however loaded
+ * the host).
+ */
 function stream(port: number, maxTokens: number) {
   let first: () => void = () => {};
   const started = new Promise<void>((r) => (first = r));
   const text = fetch(`http://127.0.0.1:${port}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'Qwen/Qwen3.5-9B', prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
+    body: JSON.stringify({
+      model: 'Qwen/Qwen3.5-9B',
+      prompt: 'hello',
+      max_tokens: maxTokens,
+      ignore_eos: true,
+      stream: true,
+    }),
   }).then(
     async (r) => {
       let out = '';

@@ -23,7 +23,17 @@ function writeProfile() {
   mkdirSync(profiles, { recursive: true });
   const p = {
     name: 'imgver',
-    model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, kvHeads: 4, headDim: 256, attentionHeads: 16, hiddenSize: 4096, weightBytesPerParam: 2, maxContext: 32768 },
+    model: {
+      id: 'Qwen/Qwen3.5-9B',
+      parameters: 9e9,
+      layers: 32,
+      kvHeads: 4,
+      headDim: 256,
+      attentionHeads: 16,
+      hiddenSize: 4096,
+      weightBytesPerParam: 2,
+      maxContext: 32768,
+    },
     engine: { vllmVersion: 'auto', runtime: 'container', maxModelLen: 4096 },
     server: { host: '127.0.0.1', port: 8000, shutdownTimeoutSeconds: 10 },
     container: { cli: 'podman', image: TAG, cliArgs: PODMAN, ulimits: {}, hfCache: join(work, 'no-hf-cache') },
@@ -31,12 +41,17 @@ function writeProfile() {
   writeFileSync(join(profiles, 'imgver.yaml'), JSON.stringify(p));
 }
 
-const run = (args: string[]) => cli(['serve', 'imgver', '--profiles', profiles, ...args], { stateDir, env, timeout: 120_000 });
+const run = (args: string[]) =>
+  cli(['serve', 'imgver', '--profiles', profiles, ...args], { stateDir, env, timeout: 120_000 });
 async function dryRun() {
   const r = await run(['--dry-run', '--json']);
   expect(r.exitCode, r.stderr).toBe(0);
   const plan = JSON.parse(r.stdout);
-  return { version: plan.vllmVersion as string, argv: plan.replicas[0].container.argv as string[], warnings: plan.warnings as string[] };
+  return {
+    version: plan.vllmVersion as string,
+    argv: plan.replicas[0].container.argv as string[],
+    warnings: plan.warnings as string[],
+  };
 }
 const tagAs = async (image: string) => expect((await podman(['tag', image, TAG])).exitCode).toBe(0);
 const cache = () => JSON.parse(readFileSync(cacheFile, 'utf8'));
@@ -50,15 +65,33 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     const sim = await buildSimImage(podman, work);
     ids.label25 = await derivedImage(podman, work, sim, ['LABEL com.nvidia.vllm.version=0.25.0'], `${REPO}:label25`);
     ids.env16 = await derivedImage(podman, work, sim, ['ENV SPARKCTL_SIM_VLLM_VERSION=0.16.0'], `${REPO}:env16`);
-    ids.hostile = await derivedImage(podman, work, sim, ['LABEL com.nvidia.vllm.version=latest', 'ENV SPARKCTL_SIM_VLLM_VERSION="0.25.0; rm -rf /"'], `${REPO}:hostile`);
+    ids.hostile = await derivedImage(
+      podman,
+      work,
+      sim,
+      ['LABEL com.nvidia.vllm.version=latest', 'ENV SPARKCTL_SIM_VLLM_VERSION="0.25.0; rm -rf /"'],
+      `${REPO}:hostile`,
+    );
     // as vLLM's own images are built: the entrypoint is `vllm serve`, the command only its arguments
-    ids.ep = await derivedImage(podman, work, sim, ['LABEL com.nvidia.vllm.version=0.25.0', 'ENTRYPOINT ["/usr/local/bin/vllm", "serve"]'], `${REPO}:ep`);
+    ids.ep = await derivedImage(
+      podman,
+      work,
+      sim,
+      ['LABEL com.nvidia.vllm.version=0.25.0', 'ENTRYPOINT ["/usr/local/bin/vllm", "serve"]'],
+      `${REPO}:ep`,
+    );
   }, 200_000);
   afterAll(async () => {
-    for (const n of (await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean))
+    for (const n of (
+      await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])
+    ).stdout
+      .split('\n')
+      .filter(Boolean))
       await podman(['rm', '-f', '-t', '0', n]);
     for (const t of ['serve', 'label25', 'env16', 'hostile', 'ep']) await podman(['rmi', `${REPO}:${t}`]);
-    const left = (await podman(['ps', '-a', '--filter', 'label=io.sparkctl.version-probe', '--format', '{{.Names}}'])).stdout.trim();
+    const left = (
+      await podman(['ps', '-a', '--filter', 'label=io.sparkctl.version-probe', '--format', '{{.Names}}'])
+    ).stdout.trim();
     rmrf(work);
     expect(left, 'version probes left behind').toBe('');
   }, 60_000);
@@ -69,7 +102,11 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     expect(p.version).toBe('0.25.0');
     expect(p.argv.join(' ')).toMatch(/ vllm serve Qwen\/Qwen3\.5-9B .*--shutdown-timeout 10/);
     const text = await run(['--dry-run']);
-    expect(text.stderr).toMatch(new RegExp(`vLLM: vLLM 0\\.25\\.0 \\(in the image ${PINNED}, read from its label; the nearest table at or below it is 0\\.25\\.0\\)`));
+    expect(text.stderr).toMatch(
+      new RegExp(
+        `vLLM: vLLM 0\\.25\\.0 \\(in the image ${PINNED}, read from its label; the nearest table at or below it is 0\\.25\\.0\\)`,
+      ),
+    );
     // pinned by default: what runs is the tag's image as it is now, by content, and that is said
     expect(text.stderr).toMatch(new RegExp(`image ${TAG}: pinned to ${PINNED}`));
   });
@@ -94,7 +131,9 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     const p = await dryRun();
     expect(p.version).toBe('0.28.0');
     const w = p.warnings.join('\n');
-    expect(w).toMatch(/the vLLM version of the image \S+ was not read \(its com\.nvidia\.vllm\.version label is not a version \("latest"\);/);
+    expect(w).toMatch(
+      /the vLLM version of the image \S+ was not read \(its com\.nvidia\.vllm\.version label is not a version \("latest"\);/,
+    );
     expect(w).toMatch(/vllm --version printed no version/);
     expect(w).toMatch(/fix: pin the image's version, --set engine\.vllmVersion=X\.Y\.Z/);
     expect(Object.keys(cache())).not.toContain(ids.hostile);
@@ -106,7 +145,11 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     expect(r.exitCode, r.stderr).toBe(2);
     expect(r.stderr).toMatch(new RegExp(`pinned to 0\\.28\\.0, but the image ${PINNED} has vLLM 0\\.25\\.0`));
     expect(r.stderr).toMatch(/--set engine\.vllmVersion=auto \(render for the image's 0\.25\.0\)/);
-    expect((await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.trim()).toBe('');
+    expect(
+      (
+        await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])
+      ).stdout.trim(),
+    ).toBe('');
   });
 
   it("an image whose entrypoint is `vllm serve` gets only vLLM's arguments, and serves with them", async () => {
@@ -123,9 +166,18 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     const prof = JSON.parse(readFileSync(join(profiles, 'imgver.yaml'), 'utf8'));
     writeFileSync(
       join(dir, 'imgep.yaml'),
-      JSON.stringify({ ...prof, name: 'imgep', engine: { ...prof.engine, vllmVersion: '0.25.0' }, server: { ...prof.server, port }, container: { ...prof.container, network: 'host' } }),
+      JSON.stringify({
+        ...prof,
+        name: 'imgep',
+        engine: { ...prof.engine, vllmVersion: '0.25.0' },
+        server: { ...prof.server, port },
+        container: { ...prof.container, network: 'host' },
+      }),
     );
-    const r = await cli(['serve', 'imgep', '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3'], { stateDir, env, timeout: 120_000 });
+    const r = await cli(
+      ['serve', 'imgep', '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3'],
+      { stateDir, env, timeout: 120_000 },
+    );
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
     expect(r.stdout + r.stderr).toMatch(/probe .*: healthy/);
     const stop = await cli(['stop', 'imgep'], { stateDir, env, timeout: 120_000 });

@@ -18,7 +18,17 @@ function profileFile(container: Record<string, unknown>, runtime = 'container'):
   mkdirSync(dir, { recursive: true });
   const p = {
     name: 'pfc',
-    model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, kvHeads: 4, headDim: 256, attentionHeads: 16, hiddenSize: 4096, weightBytesPerParam: 2, maxContext: 32768 },
+    model: {
+      id: 'Qwen/Qwen3.5-9B',
+      parameters: 9e9,
+      layers: 32,
+      kvHeads: 4,
+      headDim: 256,
+      attentionHeads: 16,
+      hiddenSize: 4096,
+      weightBytesPerParam: 2,
+      maxContext: 32768,
+    },
     engine: { vllmVersion: 'auto', runtime, maxModelLen: 4096 },
     container: { cli: 'podman', image: IMAGE, cliArgs: PODMAN, ulimits: {}, ...container },
   };
@@ -28,9 +38,16 @@ function profileFile(container: Record<string, unknown>, runtime = 'container'):
 }
 
 async function preflight(file: string) {
-  const r = await cli(['preflight', '--profile', file, '--only', 'container,vllm,torch', '--json'], { stateDir: join(work, 'state'), env, timeout: 120_000 });
+  const r = await cli(['preflight', '--profile', file, '--only', 'container,vllm,torch', '--json'], {
+    stateDir: join(work, 'state'),
+    env,
+    timeout: 120_000,
+  });
   const rep = JSON.parse(r.stdout);
-  const byId = Object.fromEntries(rep.checks.map((c: { id: string }) => [c.id, c])) as Record<string, { status: string; observed: string; expected: string; fix?: string }>;
+  const byId = Object.fromEntries(rep.checks.map((c: { id: string }) => [c.id, c])) as Record<
+    string,
+    { status: string; observed: string; expected: string; fix?: string }
+  >;
   return { code: r.exitCode, byId };
 }
 
@@ -43,11 +60,21 @@ describe.skipIf(Boolean(why))('preflight for a container profile, on the real po
 
   it("the CLI, its OCI runtime and the image pass as podman reports them; the host's vLLM and PyTorch are not what runs", async () => {
     const { byId } = await preflight(profileFile({}));
-    expect(byId['container.cli']).toMatchObject({ status: 'pass', observed: expect.stringMatching(/^podman \d+\.\d+/) });
+    expect(byId['container.cli']).toMatchObject({
+      status: 'pass',
+      observed: expect.stringMatching(/^podman \d+\.\d+/),
+    });
     expect(byId['container.oci-runtime']).toMatchObject({ status: 'pass', observed: 'runc (/usr/bin/runc)' });
     const id = (await podman(['image', 'inspect', '--format', '{{.Id}}', IMAGE])).stdout.trim();
-    expect(byId['container.image']).toMatchObject({ status: 'pass', observed: `${IMAGE} is present (${id.slice(0, 12)})` });
-    for (const c of ['vllm.installed', 'torch.build']) expect(byId[c], c).toMatchObject({ status: 'skip', observed: expect.stringContaining('engine.runtime: container') });
+    expect(byId['container.image']).toMatchObject({
+      status: 'pass',
+      observed: `${IMAGE} is present (${id.slice(0, 12)})`,
+    });
+    for (const c of ['vllm.installed', 'torch.build'])
+      expect(byId[c], c).toMatchObject({
+        status: 'skip',
+        observed: expect.stringContaining('engine.runtime: container'),
+      });
     // the toolkit is judged from what is installed here, with the fix where it is not
     const ctk = (process.env.PATH ?? '').split(':').some((d) => d && existsSync(join(d, 'nvidia-ctk')));
     expect(byId['container.toolkit']!.status).toBe(ctk ? 'pass' : 'fail');
@@ -65,7 +92,9 @@ describe.skipIf(Boolean(why))('preflight for a container profile, on the real po
   });
 
   it("an OCI runtime that is not there: podman's own error is what container.cli saw, with the fix", async () => {
-    const { code, byId } = await preflight(profileFile({ cliArgs: ['--runtime', '/nonexistent/runc', '--cgroup-manager=cgroupfs'] }));
+    const { code, byId } = await preflight(
+      profileFile({ cliArgs: ['--runtime', '/nonexistent/runc', '--cgroup-manager=cgroupfs'] }),
+    );
     expect(code).toBe(1);
     expect(byId['container.cli']).toMatchObject({
       status: 'fail',
@@ -77,8 +106,18 @@ describe.skipIf(Boolean(why))('preflight for a container profile, on the real po
 
   it('a profile that runs vLLM on the host: every container check skips', async () => {
     const { byId } = await preflight(profileFile({}, 'host'));
-    for (const id of ['container.cli', 'container.oci-runtime', 'container.image', 'container.toolkit', 'container.cdi', 'container.toolkit.docker'])
-      expect(byId[id], id).toMatchObject({ status: 'skip', observed: 'the profile runs vLLM on the host (engine.runtime: host)' });
+    for (const id of [
+      'container.cli',
+      'container.oci-runtime',
+      'container.image',
+      'container.toolkit',
+      'container.cdi',
+      'container.toolkit.docker',
+    ])
+      expect(byId[id], id).toMatchObject({
+        status: 'skip',
+        observed: 'the profile runs vLLM on the host (engine.runtime: host)',
+      });
     expect(byId['vllm.installed']!.status).not.toBe('skip');
   });
 });

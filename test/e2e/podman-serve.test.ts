@@ -33,7 +33,17 @@ function profileDir(name: string, port: number, over: Record<string, unknown> = 
   };
   const p = {
     name,
-    model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, kvHeads: 4, headDim: 256, attentionHeads: 16, hiddenSize: 4096, weightBytesPerParam: 2, maxContext: 32768 },
+    model: {
+      id: 'Qwen/Qwen3.5-9B',
+      parameters: 9e9,
+      layers: 32,
+      kvHeads: 4,
+      headDim: 256,
+      attentionHeads: 16,
+      hiddenSize: 4096,
+      weightBytesPerParam: 2,
+      maxContext: 32768,
+    },
     engine: { vllmVersion: '0.25.0', runtime: 'container', maxModelLen: 4096 },
     server: { host: '127.0.0.1', port, shutdownTimeoutSeconds: 10 },
     container,
@@ -42,8 +52,10 @@ function profileDir(name: string, port: number, over: Record<string, unknown> = 
   return dir;
 }
 
-const run = (args: string[], extra: Record<string, string> = {}) => cli(args, { stateDir, env: { ...env, ...extra }, timeout: 90_000 });
-const serve = (name: string, dir: string, extra: string[] = []) => run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', ...extra]);
+const run = (args: string[], extra: Record<string, string> = {}) =>
+  cli(args, { stateDir, env: { ...env, ...extra }, timeout: 90_000 });
+const serve = (name: string, dir: string, extra: string[] = []) =>
+  run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', ...extra]);
 
 /** sparkctl watch --once --json: one reading of each server (nothing is restarted), its events. */
 async function watchOnce(args: string[]) {
@@ -71,18 +83,28 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     expect(inst).toMatchObject({ alive: true, container: { cli: 'podman', name: `sparkctl-${name}-0` } });
     expect(inst.container.id).toMatch(/^[a-f0-9]{64}$/);
     // the id recorded is the running container's, and it carries the entry's marker
-    const labels = JSON.parse((await podman(['inspect', '--format', '{{json .Config.Labels}}', inst.container.id])).stdout);
+    const labels = JSON.parse(
+      (await podman(['inspect', '--format', '{{json .Config.Labels}}', inst.container.id])).stdout,
+    );
     expect(labels['io.sparkctl.instance']).toBe(inst.container.marker);
     // the watcher proves it from the runtime as stop does (id and marker label), and reads it: healthy, nothing skipped
     const w = await watchOnce([name]);
     expect(w.exitCode, w.stderr).toBe(0);
     expect(w.events.filter((e) => e.event === 'skip')).toEqual([]);
-    expect(w.events.find((e) => e.event === 'verdict' && e.target === `${name}-0`)).toMatchObject({ verdict: 'healthy' });
+    expect(w.events.find((e) => e.event === 'verdict' && e.target === `${name}-0`)).toMatchObject({
+      verdict: 'healthy',
+    });
 
     const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'Qwen/Qwen3.5-9B', prompt: 'hello', max_tokens: 200, ignore_eos: true, stream: true }),
+      body: JSON.stringify({
+        model: 'Qwen/Qwen3.5-9B',
+        prompt: 'hello',
+        max_tokens: 200,
+        ignore_eos: true,
+        stream: true,
+      }),
     });
     const body = res.text();
     await new Promise((r) => setTimeout(r, 300));
@@ -103,17 +125,22 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const port = await freePort();
     const name = `ctr-k-${tag}`;
     const dir = profileDir(name, port);
-    const child = execa(process.execPath, [BIN, 'serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '20'], {
-      reject: false,
-      env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...env },
-    });
+    const child = execa(
+      process.execPath,
+      [BIN, 'serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '20'],
+      {
+        reject: false,
+        env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...env },
+      },
+    );
     expect(await waitFor(async () => (await ours()).includes(`sparkctl-${name}-0`), 30_000, 200)).toBe(true);
     child.kill('SIGKILL');
     await child;
     const st = await run(['status', '--json']);
     const inst = JSON.parse(st.stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
     expect(inst, st.stdout).toMatchObject({ alive: true, container: { name: `sparkctl-${name}-0` } });
-    // its entry lost as well (killed before it was written, or deleted): found from the launch ledger written before `run`, proven by the cid file's id and its marker
+    // its entry lost as well (killed before it was written, or deleted): found from the launch ledger written before
+    // `run`, proven by the cid file's id and its marker
     rmSync(join(stateDir, 'instances', `${name}-0.json`), { force: true });
     const st2 = await run(['status', '--json']);
     const orphan = JSON.parse(st2.stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
@@ -121,7 +148,11 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const realId = (await podman(['inspect', '--format', '{{.Id}}', `sparkctl-${name}-0`])).stdout.trim();
     expect(realId).toMatch(/^[a-f0-9]{64}$/);
     if (inst.container.id) expect(inst.container.id).toBe(realId);
-    expect(orphan, st2.stdout).toMatchObject({ alive: true, recovered: true, container: { id: realId, marker: inst.container.marker } });
+    expect(orphan, st2.stdout).toMatchObject({
+      alive: true,
+      recovered: true,
+      container: { id: realId, marker: inst.container.marker },
+    });
     const stop = await run(['stop', name]);
     expect(stop.exitCode, stop.stderr + stop.stdout).toBe(0);
     expect(await ours()).toEqual([]);
@@ -135,14 +166,33 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     for (const [i, labels] of [[], ['--label', 'io.sparkctl.instance=someone-elses-marker']].entries()) {
       const cname = `foreign-${i}-${tag}`;
       suite.track(cname);
-      const f = await podman(['run', '-d', '--network', 'host', '--name', cname, ...labels, suite.image(), 'node', '-e', 'setTimeout(() => {}, 600000)']);
+      const f = await podman([
+        'run',
+        '-d',
+        '--network',
+        'host',
+        '--name',
+        cname,
+        ...labels,
+        suite.image(),
+        'node',
+        '-e',
+        'setTimeout(() => {}, 600000)',
+      ]);
       expect(f.exitCode, f.stderr).toBe(0);
       const id = f.stdout.trim();
       // an entry that names it (a tampered or stale record): the marker does not match its label
-      writeForeignEntry(stateDir, { name, replica: i, port, container: { cli: 'podman', cliArgs: PODMAN, name: cname, image: suite.image(), id } });
+      writeForeignEntry(stateDir, {
+        name,
+        replica: i,
+        port,
+        container: { cli: 'podman', cliArgs: PODMAN, name: cname, image: suite.image(), id },
+      });
       const stop = await run(['stop', `${name}-${i}`]);
       expect(stop.exitCode).not.toBe(0);
-      expect(stop.stdout + stop.stderr).toMatch(i === 0 ? /no io\.sparkctl\.instance label/ : /another instance's marker/);
+      expect(stop.stdout + stop.stderr).toMatch(
+        i === 0 ? /no io\.sparkctl\.instance label/ : /another instance's marker/,
+      );
       expect((await podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim()).toBe('true');
       // the watcher neither judges nor acts on it: skipped, said why
       const w = await watchOnce([name]);
@@ -160,7 +210,9 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const name = `ctr-c-${tag}`;
     const r = await serve(name, profileDir(name, port));
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
-    const inst = JSON.parse((await run(['status', '--json'])).stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
+    const inst = JSON.parse((await run(['status', '--json'])).stdout).instances.find(
+      (i: { name: string }) => i.name === `${name}-0`,
+    );
     const snap = `localhost/sparkctl-snap-${tag}:1`;
     expect((await podman(['commit', inst.container.id, snap])).exitCode).toBe(0);
     const keep = ['--entrypoint', 'node'];
@@ -195,7 +247,8 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     });
     const cloneLabels = JSON.parse((await podman(['inspect', '--format', '{{json .Config.Labels}}', ids[0]!])).stdout);
     expect(cloneLabels['io.sparkctl.instance'], 'the copy carries our marker').toBe(inst.container.marker);
-    const running = async (id: string) => (await podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
+    const running = async (id: string) =>
+      (await podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
     // ours killed in the runtime: the watcher calls it dead from podman's word on the recorded id (the clone,
     // running with our very marker, proves nothing), says it would restart it, and never judges either copy
     expect((await podman(['kill', inst.container.id])).exitCode).toBe(0);
@@ -205,12 +258,17 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
       w.events.find((e) => e.event === 'verdict' && e.target === `${name}-0`),
       w.stdout,
     ).toMatchObject({ verdict: 'dead' });
-    expect(w.events.find((e) => e.event === 'action' && e.target === `${name}-0`)).toMatchObject({ action: 'would-restart' });
+    expect(w.events.find((e) => e.event === 'action' && e.target === `${name}-0`)).toMatchObject({
+      action: 'would-restart',
+    });
     expect(w.stdout).not.toContain('clone-');
     expect(w.stdout).not.toContain('forged-');
     for (const id of ids) expect(await running(id)).toBe('true');
     // the watcher itself (not --once): restarts it through sparkctl restart, a new container proven ours that answers
-    const live = execa(process.execPath, [BIN, 'watch', '--all', '--json', '--interval', '1s'], { reject: false, env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...env } });
+    const live = execa(process.execPath, [BIN, 'watch', '--all', '--json', '--interval', '1s'], {
+      reject: false,
+      env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...env },
+    });
     let restarted = false;
     try {
       restarted = await waitFor(
@@ -228,8 +286,12 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     }
     const out = await live;
     expect(restarted, String(out.stdout) + String(out.stderr)).toBe(true);
-    expect(String(out.stdout)).toMatch(/"event":"action","kind":"watch-event","target":"ctr-c-[^"]+-0","action":"restart"/);
-    const again = JSON.parse((await run(['status', '--json'])).stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
+    expect(String(out.stdout)).toMatch(
+      /"event":"action","kind":"watch-event","target":"ctr-c-[^"]+-0","action":"restart"/,
+    );
+    const again = JSON.parse((await run(['status', '--json'])).stdout).instances.find(
+      (i: { name: string }) => i.name === `${name}-0`,
+    );
     expect(again).toMatchObject({ alive: true });
     expect(again.container.id).not.toBe(inst.container.id);
     expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
@@ -257,13 +319,26 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const name = `ctr-n-${tag}`;
     const cname = `sparkctl-${name}-0`;
     suite.track(cname);
-    const f = await podman(['run', '-d', '--network', 'host', '--name', cname, suite.image(), 'node', '-e', 'setTimeout(() => {}, 600000)']);
+    const f = await podman([
+      'run',
+      '-d',
+      '--network',
+      'host',
+      '--name',
+      cname,
+      suite.image(),
+      'node',
+      '-e',
+      'setTimeout(() => {}, 600000)',
+    ]);
     expect(f.exitCode, f.stderr).toBe(0);
     const r = await serve(name, profileDir(name, port));
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain(`a container named ${cname} already exists`);
     expect(r.stderr).toContain(`podman rm ${cname}`);
-    expect((await podman(['inspect', '--format', '{{.Id}} {{.State.Running}}', cname])).stdout.trim()).toBe(`${f.stdout.trim()} true`);
+    expect((await podman(['inspect', '--format', '{{.Id}} {{.State.Running}}', cname])).stdout.trim()).toBe(
+      `${f.stdout.trim()} true`,
+    );
   });
 
   it("the start caches' folder is keyed by the image's content id as podman reads it: another tag of the image shares it, a rebuild under its own tag gets its own; the container mounts it", async () => {
@@ -273,14 +348,32 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const rebuilt = `localhost/sparkctl-sim-rebuilt:${tag}`;
     const idOf = async (ref: string) => (await podman(['image', 'inspect', '--format', '{{.Id}}', ref])).stdout.trim();
     const planned = async (image: string) => {
-      const r = await run(['serve', name, '--profiles', profileDir(name, port, { image }), '--engine', 'sim', '--dry-run', '--json']);
+      const r = await run([
+        'serve',
+        name,
+        '--profiles',
+        profileDir(name, port, { image }),
+        '--engine',
+        'sim',
+        '--dry-run',
+        '--json',
+      ]);
       expect(r.exitCode, r.stderr).toBe(0);
       const plan = JSON.parse(r.stdout);
-      return { caches: plan.caches as { dir: string; key: { image?: string } }, argv: plan.replicas[0].container.argv as string[] };
+      return {
+        caches: plan.caches as { dir: string; key: { image?: string } },
+        argv: plan.replicas[0].container.argv as string[],
+      };
     };
     try {
       expect((await podman(['tag', suite.image(), alias])).exitCode).toBe(0);
-      const rebuiltId = await derivedImage(podman, work, suite.image(), [`LABEL io.sparkctl.test.rebuild=${tag}`], rebuilt);
+      const rebuiltId = await derivedImage(
+        podman,
+        work,
+        suite.image(),
+        [`LABEL io.sparkctl.test.rebuild=${tag}`],
+        rebuilt,
+      );
       const id = await idOf(suite.image());
       expect(id).toMatch(/^[a-f0-9]{64}$/);
       const [byTag, byAlias, byRebuild] = [await planned(suite.image()), await planned(alias), await planned(rebuilt)];
@@ -290,7 +383,8 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
       expect(byAlias.caches.dir).toBe(byTag.caches.dir);
       expect(byRebuild.caches.key.image).toBe(rebuiltId);
       expect(byRebuild.caches.dir).not.toBe(byTag.caches.dir);
-      for (const p of [byTag, byRebuild]) expect(p.argv.join(' ')).toContain(`--volume ${p.caches.dir}:${p.caches.dir} `);
+      for (const p of [byTag, byRebuild])
+        expect(p.argv.join(' ')).toContain(`--volume ${p.caches.dir}:${p.caches.dir} `);
     } finally {
       await podman(['untag', alias, alias]);
       await podman(['rmi', '-f', rebuilt]);

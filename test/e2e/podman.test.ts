@@ -5,7 +5,14 @@ import { describe, it, expect } from 'vitest';
 import { join } from 'node:path';
 import { ROOT, freePort, waitFor } from '../helpers.js';
 import { podmanSuite, podmanUnavailable } from '../podman.js';
-import { runArgv, inspectArgv, stopArgv, removeArgv, proveContainer, type ContainerSpec } from '../../src/engine/runtime/container.js';
+import {
+  runArgv,
+  inspectArgv,
+  stopArgv,
+  removeArgv,
+  proveContainer,
+  type ContainerSpec,
+} from '../../src/engine/runtime/container.js';
 import { classifyLog } from '../../src/engine/classify.js';
 
 const suite = podmanSuite('sparkctl-podman-');
@@ -49,12 +56,25 @@ describe.skipIf(Boolean(why))('podman: the rendered run, identity and stop', { t
     const r = await run(s, { VLLM_API_KEY: 'sk-podman-test' });
     expect(r.exitCode, r.stderr).toBe(0);
     const id = r.stdout.trim();
-    expect(await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200, 30_000, 100)).toBe(true);
+    expect(
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200,
+        30_000,
+        100,
+      ),
+    ).toBe(true);
     expect((await fetch(`http://127.0.0.1:${port}/v1/models`)).status).toBe(401);
-    expect((await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer sk-podman-test' } })).status).toBe(200);
-    expect(proveContainer({ containerId: id.slice(0, 12), marker: s.marker }, await inspect(id))).toMatchObject({ state: 'alive' });
+    expect(
+      (await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer sk-podman-test' } }))
+        .status,
+    ).toBe(200);
+    expect(proveContainer({ containerId: id.slice(0, 12), marker: s.marker }, await inspect(id))).toMatchObject({
+      state: 'alive',
+    });
     // the key's value is in the container's environment only, never in its command line
-    expect((await podman(['inspect', '--format', '{{.Config.Cmd}} {{.Args}}', id])).stdout).not.toContain('sk-podman-test');
+    expect((await podman(['inspect', '--format', '{{.Config.Cmd}} {{.Args}}', id])).stdout).not.toContain(
+      'sk-podman-test',
+    );
 
     const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
       method: 'POST',
@@ -80,24 +100,48 @@ describe.skipIf(Boolean(why))('podman: the rendered run, identity and stop', { t
     const theirs = await run(spec(port, { marker: 'm-someone-else' }));
     expect(theirs.exitCode, theirs.stderr).toBe(0);
     const id = theirs.stdout.trim();
-    expect(proveContainer({ containerId: id, marker: `m-${port}-test` }, await inspect(id))).toMatchObject({ state: 'unproven', code: 'other-marker' });
-    const plain = await podman(['run', '--detach', '--network', 'host', suite.image(), 'vllm', 'serve', 'Qwen/Qwen3.5-9B', '--port', String(await freePort())]);
+    expect(proveContainer({ containerId: id, marker: `m-${port}-test` }, await inspect(id))).toMatchObject({
+      state: 'unproven',
+      code: 'other-marker',
+    });
+    const plain = await podman([
+      'run',
+      '--detach',
+      '--network',
+      'host',
+      suite.image(),
+      'vllm',
+      'serve',
+      'Qwen/Qwen3.5-9B',
+      '--port',
+      String(await freePort()),
+    ]);
     expect(plain.exitCode, plain.stderr).toBe(0);
     suite.track(plain.stdout.trim());
-    expect(proveContainer({ containerId: plain.stdout.trim(), marker: 'm-anything' }, await inspect(plain.stdout.trim()))).toMatchObject({ state: 'unproven', code: 'no-label' });
+    expect(
+      proveContainer({ containerId: plain.stdout.trim(), marker: 'm-anything' }, await inspect(plain.stdout.trim())),
+    ).toMatchObject({ state: 'unproven', code: 'no-label' });
   });
 
   it('the runtime failures: a missing image and a name clash, each classified with its fix; nothing replaced', async () => {
     const port = await freePort();
     const missing = await run(spec(port, { image: 'localhost/sparkctl-absent:none' }));
     expect(missing.exitCode).not.toBe(0);
-    expect(classifyLog(missing.stderr)).toMatchObject({ id: 'image-not-present', fix: expect.stringContaining('pull localhost/sparkctl-absent:none') });
+    expect(classifyLog(missing.stderr)).toMatchObject({
+      id: 'image-not-present',
+      fix: expect.stringContaining('pull localhost/sparkctl-absent:none'),
+    });
     const first = await run(spec(port));
     expect(first.exitCode, first.stderr).toBe(0);
     const clash = await run(spec(port));
     expect(clash.exitCode).not.toBe(0);
     expect(classifyLog(clash.stderr)).toMatchObject({ id: 'container-name-in-use' });
     // the first one is still there, untouched
-    expect(proveContainer({ containerId: first.stdout.trim(), marker: `m-${port}-test` }, await inspect(first.stdout.trim()))).toMatchObject({ state: 'alive' });
+    expect(
+      proveContainer(
+        { containerId: first.stdout.trim(), marker: `m-${port}-test` },
+        await inspect(first.stdout.trim()),
+      ),
+    ).toMatchObject({ state: 'alive' });
   });
 });

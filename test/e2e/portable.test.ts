@@ -21,7 +21,13 @@ function nodeModulesAbove(from: string): string[] {
 }
 
 const run = (args: string[], env: Record<string, string> = {}) =>
-  execa(process.execPath, [bin, ...args], { cwd: dir, reject: false, timeout: 60_000, env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: join(dir, 'state'), ...env }, extendEnv: true });
+  execa(process.execPath, [bin, ...args], {
+    cwd: dir,
+    reject: false,
+    timeout: 60_000,
+    env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: join(dir, 'state'), ...env },
+    extendEnv: true,
+  });
 
 describe('the built CLI without node_modules', () => {
   beforeAll(() => {
@@ -30,7 +36,10 @@ describe('the built CLI without node_modules', () => {
     copyFileSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
     bin = join(dir, 'bin', 'sparkctl.js');
     mkdirSync(join(dir, 'state', 'history'), { recursive: true });
-    copyFileSync(join(FIXTURES, 'history', 'document-example.jsonl'), join(dir, 'state', 'history', 'doc-example-0.0a0b0c0d.jsonl'));
+    copyFileSync(
+      join(FIXTURES, 'history', 'document-example.jsonl'),
+      join(dir, 'state', 'history', 'doc-example-0.0a0b0c0d.jsonl'),
+    );
   });
   afterAll(() => rmrf(dir));
 

@@ -58,7 +58,10 @@ async function backend(name: string): Promise<Backend> {
 
 const dirs: string[] = [];
 const logs = new Map<number, string>();
-/** HAProxy's log lines that mark a server down or up again (a server down moves its prefixes, as it should), after line `from` */
+/**
+ * HAProxy's log lines that mark a server down or up again (a server down moves its prefixes, as it should), after line
+ * `from`
+ */
 const stateChanges = (port: number, from = 0) =>
   readFileSync(logs.get(port)!, 'utf8')
     .split('\n')
@@ -70,7 +73,12 @@ const procs: ChildProcess[] = [];
 async function router(router: Record<string, unknown>, servers: Backend[]): Promise<number> {
   const port = await freePort();
   // the shipped check timing (router.checkIntervalMs 2000: a check may take 2 s, a replica is out after 2 failed)
-  const p = Profile.parse({ name: 'pfx', model: { id: 'Qwen/Qwen3-0.6B' }, server: { port, host: '127.0.0.1' }, router });
+  const p = Profile.parse({
+    name: 'pfx',
+    model: { id: 'Qwen/Qwen3-0.6B' },
+    server: { port, host: '127.0.0.1' },
+    router,
+  });
   const plan = planRouter(p, servers.length, '/unused')!;
   plan.servers = servers.map((s, i) => ({ name: `pfx-${i}`, host: '127.0.0.1', port: s.port }));
   plan.stats = { host: '127.0.0.1', port: await freePort() };
@@ -94,7 +102,9 @@ async function ask(port: number, body: unknown, single = true): Promise<string> 
     headers: { 'content-type': 'application/json' },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   };
-  const r = single ? await oneFetch(`http://127.0.0.1:${port}/v1/chat/completions`, { ...init, dispatcher: one }) : await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, init);
+  const r = single
+    ? await oneFetch(`http://127.0.0.1:${port}/v1/chat/completions`, { ...init, dispatcher: one })
+    : await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, init);
   return r.text();
 }
 

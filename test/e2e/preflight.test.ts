@@ -11,9 +11,30 @@ describe('sparkctl preflight through the built CLI', () => {
     const r = await cli(['preflight', '--from', H200, '--profile', 'qwen3.5-9b', '--json']);
     expect(r.exitCode).toBe(1);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['version', 'kind', 'host', 'platform', 'platformReason', 'summary', 'versions', 'gpus', 'system', 'wallMs', 'checks']);
+    expect(Object.keys(j)).toEqual([
+      'version',
+      'kind',
+      'host',
+      'platform',
+      'platformReason',
+      'summary',
+      'versions',
+      'gpus',
+      'system',
+      'wallMs',
+      'checks',
+    ]);
     expect(j.gpus).toHaveLength(2);
-    expect(Object.keys(j.gpus[0])).toEqual(['index', 'name', 'uuid', 'busId', 'memoryTotalMiB', 'memoryFreeMiB', 'computeCapability', 'processes']);
+    expect(Object.keys(j.gpus[0])).toEqual([
+      'index',
+      'name',
+      'uuid',
+      'busId',
+      'memoryTotalMiB',
+      'memoryFreeMiB',
+      'computeCapability',
+      'processes',
+    ]);
     expect(j).toMatchObject({ version: 1, kind: 'preflight', platform: 'hopper-cuda13' });
     expect(Object.keys(j.checks[0])).toEqual(['id', 'status', 'observed', 'expected', 'fix', 'durationMs']);
     const ids = j.checks.map((c: { id: string }) => c.id);
@@ -78,7 +99,10 @@ describe('sparkctl preflight through the built CLI', () => {
   it('a plain preflight (its probes started before the CLI loads) reports what one with a flag spelled out does', async () => {
     const shape = (out: string) => {
       const j = JSON.parse(out);
-      return { platform: j.platform, checks: j.checks.map((c: { id: string; status: string; expected: string }) => [c.id, c.status, c.expected]) };
+      return {
+        platform: j.platform,
+        checks: j.checks.map((c: { id: string; status: string; expected: string }) => [c.id, c.status, c.expected]),
+      };
     };
     const plain = await cli(['preflight', '--json']);
     const spelled = await cli(['preflight', '--json', '--probe-timeout', '5s']);
@@ -108,7 +132,8 @@ describe('sparkctl preflight through the built CLI', () => {
       expect(everything).not.toContain('hf_leak_me_not_2');
       const live = await cli(['preflight', '--json', '--probe-timeout', '30000'], { env });
       const replay = await cli(['preflight', '--json', '--from', out]);
-      const verdicts = (s: string) => JSON.parse(s).checks.map((x: { id: string; status: string }) => `${x.id}=${x.status}`);
+      const verdicts = (s: string) =>
+        JSON.parse(s).checks.map((x: { id: string; status: string }) => `${x.id}=${x.status}`);
       expect(verdicts(replay.stdout)).toEqual(verdicts(live.stdout));
       expect((await cli(['collect', '--out-dir', out])).exitCode).toBe(2); // never over another bundle
     } finally {
@@ -125,7 +150,10 @@ describe('model.files on this machine, with --verify', () => {
     try {
       const model = join(dir, 'model');
       mkdirSync(model);
-      const files: Record<string, string> = { 'config.json': '{"model_type":"qwen3"}', 'model-00001-of-00001.safetensors': 'x'.repeat(4096) };
+      const files: Record<string, string> = {
+        'config.json': '{"model_type":"qwen3"}',
+        'model-00001-of-00001.safetensors': 'x'.repeat(4096),
+      };
       for (const [f, c] of Object.entries(files)) writeFileSync(join(model, f), c);
       writeFileSync(
         join(model, 'SHA256SUMS'),
@@ -135,7 +163,10 @@ describe('model.files on this machine, with --verify', () => {
       );
       const profiles = join(dir, 'profiles');
       mkdirSync(profiles);
-      writeFileSync(join(profiles, 'local.yaml'), `model: { path: ${model}, parameters: 1.0e6, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 64, maxContext: 4096 }\nparallel: { tensor: 1 }\n`);
+      writeFileSync(
+        join(profiles, 'local.yaml'),
+        `model: { path: ${model}, parameters: 1.0e6, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 64, maxContext: 4096 }\nparallel: { tensor: 1 }\n`,
+      );
       const args = ['preflight', '--profiles', profiles, '--profile', 'local', '--only', 'model.files', '--verify'];
       const ok = await cli(args);
       expect(ok.exitCode, ok.stdout).toBe(0);

@@ -31,7 +31,11 @@ describe('the pasted-command check itself', () => {
     expect((await printedProblems(text)).join('\n')).toMatch(problem);
   });
   it('a good command passes, placeholders and all', async () => {
-    expect(await printedProblems('fix: sparkctl stop PROFILE --grace 30s, then sparkctl serve qwen3.5-9b --set server.port=N')).toEqual([]);
+    expect(
+      await printedProblems(
+        'fix: sparkctl stop PROFILE --grace 30s, then sparkctl serve qwen3.5-9b --set server.port=N',
+      ),
+    ).toEqual([]);
     expect(sparkctlCommands('run sparkctl status; sparkctl logs x -f')).toEqual([['status'], ['logs', 'x', '-f']]);
   });
 });
@@ -39,7 +43,22 @@ describe('the pasted-command check itself', () => {
 describe('every printed fix parses; no undefined or NaN', { timeout: 300_000 }, () => {
   beforeAll(async () => {
     base = await freePortRange(4);
-    const up = await cli(['serve', 'qwen3.5-9b-code', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'server.sleepMode=true'], { env });
+    const up = await cli(
+      [
+        'serve',
+        'qwen3.5-9b-code',
+        '--engine',
+        'sim',
+        '--no-prewarm',
+        '--set',
+        `server.port=${base}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--set',
+        'server.sleepMode=true',
+      ],
+      { env },
+    );
     expect(up.exitCode, up.stderr).toBe(0);
   }, 120_000);
   afterAll(async () => {
@@ -63,24 +82,49 @@ describe('every printed fix parses; no undefined or NaN', { timeout: 300_000 }, 
     const P = 'qwen3.5-9b-code';
     const texts: Array<[string, string]> = [];
     const add = async (args: string[]) => texts.push([args.join(' '), await run(args)]);
-    for (const a of [['status'], ['probe', P], ['logs', `${P}-0`, '-n', '5'], ['client-env', P], ['cost'], ['report'], ['plan', P], ['profiles', 'list'], ['profiles', 'validate', P]]) await add(a);
+    for (const a of [
+      ['status'],
+      ['probe', P],
+      ['logs', `${P}-0`, '-n', '5'],
+      ['client-env', P],
+      ['cost'],
+      ['report'],
+      ['plan', P],
+      ['profiles', 'list'],
+      ['profiles', 'validate', P],
+    ])
+      await add(a);
     await add(['bench', P, '--num-prompts', '4', '--random-input-len', '32', '--random-output-len', '8']);
     await add(['sleep', P]);
     await add(['probe', P]);
     await add(['status']);
     await add(['wake', P]);
     // the refusals a newcomer meets first
-    await add(['serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${base}`, '--set', 'parallel.replicas=1', '--set', 'parallel.firstGpu=0']);
+    await add([
+      'serve',
+      'qwen3.5-9b',
+      '--engine',
+      'sim',
+      '--set',
+      `server.port=${base}`,
+      '--set',
+      'parallel.replicas=1',
+      '--set',
+      'parallel.firstGpu=0',
+    ]);
     await add(['plan', 'qwen3-200b']);
     await add(['plan', 'qwen3.5-9b-cdoe']);
     await add(['stop', 'nosuch']);
     for (const p of ['qwen3.5-9b', 'qwen3.5-9b-spark', 'qwen-prod', 'qwen3-200b']) await add(['serve', p, '--dry-run']);
     const problems: string[] = [];
-    for (const [what, text] of texts) for (const p of await printedProblems(text)) problems.push(`sparkctl ${what}: ${p}`);
+    for (const [what, text] of texts)
+      for (const p of await printedProblems(text)) problems.push(`sparkctl ${what}: ${p}`);
     expect(problems).toEqual([]);
     // the sleeping server's probe line says, in words, why no generation was asked
     const asleep = texts.filter(([w]) => w === `probe ${P}`)[1]![1];
-    expect(asleep).toMatch(/sleeping .*asleep, so no generation was asked \(sparkctl wake qwen3\.5-9b-code-0 wakes it\)/);
+    expect(asleep).toMatch(
+      /sleeping .*asleep, so no generation was asked \(sparkctl wake qwen3\.5-9b-code-0 wakes it\)/,
+    );
   });
 
   it('a command the check cannot parse is reported with its words', async () => {

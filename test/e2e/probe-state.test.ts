@@ -28,9 +28,15 @@ async function fakeVllm(): Promise<{ url: string; health: { ok: boolean } }> {
     req.on('end', () => {
       const path = (req.url ?? '').split('?')[0];
       if (path === '/health') return json(res, 200, {});
-      if (path === '/v1/models') return json(res, 200, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
+      if (path === '/v1/models')
+        return json(res, 200, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
       if (path === '/v1/completions')
-        return health.ok ? json(res, 200, { choices: [{ text: 'x', index: 0, finish_reason: 'length' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }) : json(res, 500, { error: 'boom' });
+        return health.ok
+          ? json(res, 200, {
+              choices: [{ text: 'x', index: 0, finish_reason: 'length' }],
+              usage: { prompt_tokens: 1, completion_tokens: 1 },
+            })
+          : json(res, 500, { error: 'boom' });
       if (path === '/metrics') return res.end('');
       json(res, 404, {});
     });
@@ -64,7 +70,8 @@ async function webhook(): Promise<{ url: string; status: { code: number }; accep
 }
 
 const stateOf = (d: string) => JSON.parse(readFileSync(join(d, 'probe-state.json'), 'utf8'));
-const gauge = (file: string, name: string) => Number(readFileSync(file, 'utf8').match(new RegExp(`^${name} (\\S+)$`, 'm'))?.[1]);
+const gauge = (file: string, name: string) =>
+  Number(readFileSync(file, 'utf8').match(new RegExp(`^${name} (\\S+)$`, 'm'))?.[1]);
 
 describe('probe state under concurrency and failure', { timeout: 240_000 }, () => {
   it('10 probes at once, one state file: every entry kept, every alert sent exactly once', async () => {
@@ -74,7 +81,12 @@ describe('probe state under concurrency and failure', { timeout: 240_000 }, () =
     for (const t of targets) t.health.ok = false; // each first seen unhealthy: one alert each
     const hook = await webhook();
     const runs = await Promise.all(
-      targets.map((t) => cli(['probe', '--url', t.url, '--step-timeout', '5s', '--alert-webhook', hook.url, '--no-history'], { env: { SPARKCTL_STATE_DIR: d }, timeout: 120_000 })),
+      targets.map((t) =>
+        cli(['probe', '--url', t.url, '--step-timeout', '5s', '--alert-webhook', hook.url, '--no-history'], {
+          env: { SPARKCTL_STATE_DIR: d },
+          timeout: 120_000,
+        }),
+      ),
     );
     for (const r of runs) expect(r.exitCode, r.stderr).toBe(1);
     const st = stateOf(d);
@@ -91,7 +103,22 @@ describe('probe state under concurrency and failure', { timeout: 240_000 }, () =
     const t = await fakeVllm();
     const hook = await webhook();
     const prom = join(d, 'sparkctl.prom');
-    const probe = () => cli(['probe', '--url', t.url, '--step-timeout', '5s', '--alert-webhook', hook.url, '--prometheus', prom, '--no-history'], { env: { SPARKCTL_STATE_DIR: d }, timeout: 60_000 });
+    const probe = () =>
+      cli(
+        [
+          'probe',
+          '--url',
+          t.url,
+          '--step-timeout',
+          '5s',
+          '--alert-webhook',
+          hook.url,
+          '--prometheus',
+          prom,
+          '--no-history',
+        ],
+        { env: { SPARKCTL_STATE_DIR: d }, timeout: 60_000 },
+      );
 
     expect((await probe()).exitCode).toBe(0); // first sight, healthy: nothing to say
     expect(hook.attempts).toEqual([]);

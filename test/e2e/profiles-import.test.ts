@@ -4,7 +4,16 @@
 // hostile recipes: shell syntax, secrets, a redirect, an HTML page, a body past the bound, a FIFO.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { readFileSync, writeFileSync, symlinkSync, mkdirSync, cpSync, existsSync, readlinkSync, lstatSync } from 'node:fs';
+import {
+  readFileSync,
+  writeFileSync,
+  symlinkSync,
+  mkdirSync,
+  cpSync,
+  existsSync,
+  readlinkSync,
+  lstatSync,
+} from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -39,7 +48,10 @@ let server: Server;
 let base = '';
 const hits: string[] = [];
 
-const run = (args: string[]) => cli(['profiles', 'import', ...args], { env: { SPARKCTL_STATE_DIR: join(dir, 'state'), HF_HUB_CACHE: join(dir, 'hub'), HOME: dir, PATH: process.env.PATH! } });
+const run = (args: string[]) =>
+  cli(['profiles', 'import', ...args], {
+    env: { SPARKCTL_STATE_DIR: join(dir, 'state'), HF_HUB_CACHE: join(dir, 'hub'), HOME: dir, PATH: process.env.PATH! },
+  });
 
 beforeAll(async () => {
   dir = tempDir('sparkctl-import-');
@@ -48,7 +60,8 @@ beforeAll(async () => {
     hits.push(req.url ?? '');
     if (req.url === '/qwen.yaml') return res.writeHead(200, { 'content-type': 'text/plain' }).end(qwen);
     if (req.url === '/moved') return res.writeHead(302, { location: '/qwen.yaml' }).end();
-    if (req.url === '/page') return res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><html><body>recipe</body></html>');
+    if (req.url === '/page')
+      return res.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><html><body>recipe</body></html>');
     if (req.url === '/huge') return res.writeHead(200).end(Buffer.alloc(2 * 1024 * 1024, 'a'));
     res.writeHead(404).end('no');
   });
@@ -79,8 +92,14 @@ describe('profiles import FILE', () => {
     const text = readFileSync(out, 'utf8');
     const sha = execFileSync('sha256sum', [QWEN], { encoding: 'utf8' }).split(' ')[0];
     expect(text).toContain(`(sha256 ${sha}, 1222 bytes)`);
-    expect(text).toMatch(/# Not imported \(3; .*\n# {3}command --trust-remote-code\n# {3}command --chat-template\n# {3}mods\n/);
-    expect(yaml.load(text)).toMatchObject({ name: 'qwen36', model: { id: 'Qwen/Qwen3.6-27B-FP8' }, engine: { maxModelLen: 262144, runtime: 'container' } });
+    expect(text).toMatch(
+      /# Not imported \(3; .*\n# {3}command --trust-remote-code\n# {3}command --chat-template\n# {3}mods\n/,
+    );
+    expect(yaml.load(text)).toMatchObject({
+      name: 'qwen36',
+      model: { id: 'Qwen/Qwen3.6-27B-FP8' },
+      engine: { maxModelLen: 262144, runtime: 'container' },
+    });
     // the written file is a profile every verb reads
     const show = await cli(['profiles', 'show', out, '--json']);
     expect(show.exitCode, show.stderr).toBe(0);
@@ -90,7 +109,10 @@ describe('profiles import FILE', () => {
   it('without --out: the profile on stdout (to redirect), the report on stderr', async () => {
     const r = await run([QWEN]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(yaml.load(r.stdout)).toMatchObject({ name: 'spark-arena--qwen3.6-27b-fp8-vllm', platform: 'dgx-spark-gb10' });
+    expect(yaml.load(r.stdout)).toMatchObject({
+      name: 'spark-arena--qwen3.6-27b-fp8-vllm',
+      platform: 'dgx-spark-gb10',
+    });
     expect(r.stderr).toContain('RECIPE KEY');
   });
 
@@ -103,7 +125,10 @@ describe('profiles import FILE', () => {
     const env = JSON.parse(r.stdout);
     expect(env).toMatchObject({ version: 1, kind: 'recipe-import', valid: true, planBlocked: null, written: null });
     expect(env.plan.weightsPerGpuBytes).toBeGreaterThan(50 * 2 ** 30);
-    expect(env.unmapped.map((u: { key: string }) => u.key)).toEqual(['command --mxfp4-backend', 'command --mxfp4-layers']);
+    expect(env.unmapped.map((u: { key: string }) => u.key)).toEqual([
+      'command --mxfp4-backend',
+      'command --mxfp4-layers',
+    ]);
     // the verdict and the exit code agree
     expect(r.exitCode).toBe(env.plan.fits ? 0 : 1);
     expect(env.source).toMatchObject({ kind: 'file', bytes: 1093 });
@@ -121,10 +146,16 @@ describe('profiles import FILE', () => {
 
   it("checks the extra options against the vLLM the image's reference states (an NGC release), else the newest table", async () => {
     const f = join(dir, 'ngc.yaml');
-    writeFileSync(f, 'model: Qwen/Qwen3-8B\ncontainer: nvcr.io/nvidia/vllm:26.03-py3\ncommand: vllm serve Qwen/Qwen3-8B --load-format safetensors\n');
+    writeFileSync(
+      f,
+      'model: Qwen/Qwen3-8B\ncontainer: nvcr.io/nvidia/vllm:26.03-py3\ncommand: vllm serve Qwen/Qwen3-8B --load-format safetensors\n',
+    );
     const r = await run([f, '--json']);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).flagsCheckedFor).toEqual({ version: versionFromRef('nvcr.io/nvidia/vllm:26.03-py3')!.version, why: expect.stringContaining('NGC release') });
+    expect(JSON.parse(r.stdout).flagsCheckedFor).toEqual({
+      version: versionFromRef('nvcr.io/nvidia/vllm:26.03-py3')!.version,
+      why: expect.stringContaining('NGC release'),
+    });
     const q = JSON.parse((await run([QWEN, '--json'])).stdout);
     expect(q.flagsCheckedFor.why).toMatch(/newest table/);
   });
@@ -242,6 +273,9 @@ describe('hostile recipes', () => {
       expect(text).not.toContain('sk-LiVeKeY-987654');
     }
     expect(r.stdout).toMatch(/env\.HF_TOKEN = \(hidden: a secret\): .*\(fix: set HF_TOKEN in the environment/);
-    expect(yaml.load(readFileSync(out, 'utf8'))).toMatchObject({ server: { apiKeyEnv: 'VLLM_API_KEY' }, env: { NCCL_DEBUG: 'WARN' } });
+    expect(yaml.load(readFileSync(out, 'utf8'))).toMatchObject({
+      server: { apiKeyEnv: 'VLLM_API_KEY' },
+      env: { NCCL_DEBUG: 'WARN' },
+    });
   });
 });

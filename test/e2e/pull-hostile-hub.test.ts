@@ -40,15 +40,28 @@ beforeAll(async () => {
       const cursor = Number(u.searchParams.get('cursor') ?? 0);
       const next = (c: number) => ({ link: `<${base}${u.pathname}?recursive=true&cursor=${c}>; rel="next"` });
       if (org === 'empty') return send(res, 200, [], next(cursor + 1));
-      if (org === 'same') return send(res, 200, [file('config.json', CONFIG)], { link: `<${base}${u.pathname}?recursive=true&cursor=0>; rel="next"` });
-      if (org === 'endless') return send(res, 200, [{ type: 'directory', path: `d${cursor}`, oid: 'a'.repeat(40), size: 0 }], next(cursor + 1));
+      if (org === 'same')
+        return send(res, 200, [file('config.json', CONFIG)], {
+          link: `<${base}${u.pathname}?recursive=true&cursor=0>; rel="next"`,
+        });
+      if (org === 'endless')
+        return send(
+          res,
+          200,
+          [{ type: 'directory', path: `d${cursor}`, oid: 'a'.repeat(40), size: 0 }],
+          next(cursor + 1),
+        );
       // a lone surrogate is legal JSON (\ud800), so the raw text is written by hand
       if (org === 'odd') {
         const text = `[${JSON.stringify(file('config.json', CONFIG))}, {"type":"file","path":"tok\\ud800.json","size":2,"oid":"${gitOid(Buffer.from('{}'))}"}]`;
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(text);
       }
-      if (org === 'twice') return send(res, 200, [file('config.json', CONFIG), file('config.json', Buffer.from('{"model_type": "other"}'))]);
+      if (org === 'twice')
+        return send(res, 200, [
+          file('config.json', CONFIG),
+          file('config.json', Buffer.from('{"model_type": "other"}')),
+        ]);
       return send(res, 200, [file('config.json', CONFIG)]);
     }
     m = /^\/([^/]+)\/([^/]+)\/resolve\//.exec(u.pathname);
@@ -84,7 +97,11 @@ afterAll(async () => {
 });
 
 const pull = (cache: string, repo: string, env: Record<string, string> = {}) =>
-  cli(['pull', repo, '--config-only'], { env: { HF_ENDPOINT: base, HF_HUB_CACHE: cache, HF_TOKEN: '', ...env }, cwd: ROOT, timeout: 60_000 });
+  cli(['pull', repo, '--config-only'], {
+    env: { HF_ENDPOINT: base, HF_HUB_CACHE: cache, HF_TOKEN: '', ...env },
+    cwd: ROOT,
+    timeout: 60_000,
+  });
 
 /** What the cache holds for a repository but the lock folder: no blob, no partial file, no link, no ref. */
 const written = (cache: string, repo: string) => {
@@ -108,7 +125,9 @@ describe('a slow mirror: every deadline fires', { timeout: 90_000 }, () => {
     const r = await pull(cache, 'slow/m', { SPARKCTL_PULL_MIN_BYTES: '1024', SPARKCTL_PULL_WINDOW_S: '1' });
     const ms = Date.now() - t0;
     expect(r.exitCode, r.stderr).toBe(3);
-    expect(r.stderr).toMatch(/config\.json: \d+ bytes in 1 s from http:\/\/127\.0\.0\.1:\d+, less than the 1024 a window must bring/);
+    expect(r.stderr).toMatch(
+      /config\.json: \d+ bytes in 1 s from http:\/\/127\.0\.0\.1:\d+, less than the 1024 a window must bring/,
+    );
     // two windows of 1 s and one pause: well under the stall timer (60 s) the trickle reset forever on main
     expect(ms).toBeLessThan(20_000);
     expect(written(cache, 'slow/m').filter((f) => f.startsWith('snapshots/') || f.startsWith('refs/'))).toEqual([]);

@@ -28,7 +28,11 @@ describe.skipIf(Boolean(why))('pull --nodes never writes through a link a node p
   beforeAll(async () => {
     hub = await startHub();
     commit = hub.addRepo('links/m', {
-      files: { 'config.json': Buffer.from('{"model_type": "qwen3"}'), 'model.safetensors': randomBytes(256 * 1024), 'tokenizer.json': Buffer.from('{}') },
+      files: {
+        'config.json': Buffer.from('{"model_type": "qwen3"}'),
+        'model.safetensors': randomBytes(256 * 1024),
+        'tokenizer.json': Buffer.from('{}'),
+      },
     }).commit;
     cache = join(tempDir('sparkctl-pull-links-'), 'hub');
     // outside every node's own /tmp: the same folder seen from here and from the nodes
@@ -110,7 +114,8 @@ describe.skipIf(Boolean(why))('pull --nodes never writes through a link a node p
     expect(n2.map((n: { status: string }) => n.status)).toEqual(['matched', 'copied', 'copied', 'copied']);
     expect(n2[1].via).toBe('tar');
     expect(n2[2].via).toBe('rsync');
-    for (const i of [1, 2, 3]) expect(sh(i, `cat '${R()}/snapshots/${commit}/config.json'`)).toBe('{"model_type": "qwen3"}');
+    for (const i of [1, 2, 3])
+      expect(sh(i, `cat '${R()}/snapshots/${commit}/config.json'`)).toBe('{"model_type": "qwen3"}');
     expect([v1, v2, v3].map(contents)).toEqual(before);
   });
 

@@ -24,7 +24,11 @@ describe.skipIf(Boolean(why))('pull --nodes over real ssh to network-namespace n
   beforeAll(async () => {
     hub = await startHub();
     const r = hub.addRepo('nodes/m', {
-      files: { 'config.json': Buffer.from('{"model_type": "qwen3"}'), 'model.safetensors': randomBytes(3 * 1024 * 1024), 'tokenizer.json': Buffer.from('{}') },
+      files: {
+        'config.json': Buffer.from('{"model_type": "qwen3"}'),
+        'model.safetensors': randomBytes(3 * 1024 * 1024),
+        'tokenizer.json': Buffer.from('{}'),
+      },
     });
     commit = r.commit;
     shardSha = r.files.find((f) => f.path === 'model.safetensors')!.sha256;
@@ -38,8 +42,16 @@ describe.skipIf(Boolean(why))('pull --nodes over real ssh to network-namespace n
     rmrf(join(cache, '..'));
   });
   const pull = (args: string[]) =>
-    cli(['pull', 'nodes/m', '--nodes', cl.nodesFile, ...args], { cwd: ROOT, env: { ...cl.env, HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, SPARKCTL_TEST_CASE: marker }, timeout: 120_000 });
-  const snapshotOn = (i: number) => cl.exec(i, `sha256sum ${join(cache, 'models--nodes--m', 'snapshots', commit, 'model.safetensors')}; cat ${join(cache, 'models--nodes--m', 'refs', 'main')}`);
+    cli(['pull', 'nodes/m', '--nodes', cl.nodesFile, ...args], {
+      cwd: ROOT,
+      env: { ...cl.env, HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, SPARKCTL_TEST_CASE: marker },
+      timeout: 120_000,
+    });
+  const snapshotOn = (i: number) =>
+    cl.exec(
+      i,
+      `sha256sum ${join(cache, 'models--nodes--m', 'snapshots', commit, 'model.safetensors')}; cat ${join(cache, 'models--nodes--m', 'refs', 'main')}`,
+    );
 
   it('copies to every node, then a second pull copies nothing, then only what a node lost', async () => {
     const first = await pull(['--json']);

@@ -6,7 +6,18 @@
 // .safetensors, a listing with a path that climbs out, and a symlink planted in the cache.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execa, execaSync } from 'execa';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, statSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+  statSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { randomBytes, createHash } from 'node:crypto';
 import { cli, tempDirs, ROOT, BIN, RUN_MARK, waitFor } from '../helpers.js';
@@ -14,7 +25,8 @@ import { startHub, folderFiles, type HubHandle, type Source } from '../hub-serve
 
 const PYTHON = join(ROOT, '.venv-vllm', 'bin', 'python');
 const TINY = join(ROOT, '.cache', 'tiny-qwen3');
-const hasHfHub = existsSync(PYTHON) && execaSync(PYTHON, ['-c', 'import huggingface_hub'], { reject: false }).exitCode === 0;
+const hasHfHub =
+  existsSync(PYTHON) && execaSync(PYTHON, ['-c', 'import huggingface_hub'], { reject: false }).exitCode === 0;
 const noHfHub = hasHfHub ? undefined : 'no huggingface_hub in .venv-vllm (the real-vLLM venv; .ci/run installs it)';
 if (noHfHub) console.warn(`pull fidelity cases skipped: ${noHfHub}`);
 
@@ -23,7 +35,9 @@ let hub: HubHandle;
 
 /** A small model repository made here: real config and tokenizer files, random weights. */
 function madeRepo(extra: Record<string, Source> = {}, weights = 2 * 1024 * 1024): Record<string, Source> {
-  const cfg = existsSync(join(TINY, 'config.json')) ? readFileSync(join(TINY, 'config.json')) : Buffer.from(JSON.stringify({ architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3' }));
+  const cfg = existsSync(join(TINY, 'config.json'))
+    ? readFileSync(join(TINY, 'config.json'))
+    : Buffer.from(JSON.stringify({ architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3' }));
   return {
     'config.json': cfg,
     'generation_config.json': Buffer.from('{"do_sample": false}\n'),
@@ -34,8 +48,15 @@ function madeRepo(extra: Record<string, Source> = {}, weights = 2 * 1024 * 1024)
   };
 }
 
-const env = (cache: string, more: Record<string, string> = {}) => ({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, HF_TOKEN: '', HF_HOME: join(cache, '..', 'hf-home'), ...more });
-const pull = (cache: string, args: string[], more: Record<string, string> = {}) => cli(['pull', ...args], { env: env(cache, more), cwd: ROOT, timeout: 60_000 });
+const env = (cache: string, more: Record<string, string> = {}) => ({
+  HF_ENDPOINT: hub.url,
+  HF_HUB_CACHE: cache,
+  HF_TOKEN: '',
+  HF_HOME: join(cache, '..', 'hf-home'),
+  ...more,
+});
+const pull = (cache: string, args: string[], more: Record<string, string> = {}) =>
+  cli(['pull', ...args], { env: env(cache, more), cwd: ROOT, timeout: 60_000 });
 
 /** Every entry under a cache (but huggingface_hub's .locks), with a link's target and a file's hash. */
 function listing(root: string): Record<string, string> {
@@ -54,7 +75,8 @@ function listing(root: string): Record<string, string> {
   return out;
 }
 
-const _fetchedOf = (path: string) => hub.requests.filter((r) => r.method === 'GET' && (r.path.endsWith(`/${path}`) || r.path.startsWith('/cdn/')));
+const _fetchedOf = (path: string) =>
+  hub.requests.filter((r) => r.method === 'GET' && (r.path.endsWith(`/${path}`) || r.path.startsWith('/cdn/')));
 
 beforeAll(async () => {
   hub = await startHub({ pageSize: 4 });
@@ -64,38 +86,60 @@ afterAll(async () => {
 });
 
 describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => {
-  it.skipIf(!!noHfHub)('writes the same cache as the real huggingface_hub snapshot_download: tree, refs, blob names, link targets, trees/ listing', async () => {
-    const files = existsSync(join(TINY, 'config.json')) ? folderFiles(TINY) : madeRepo();
-    const { commit } = hub.addRepo('tiny/qwen3', { files });
-    const ours = join(newDir(), 'hub');
-    const theirs = join(newDir(), 'hub');
-    const r = await pull(ours, ['tiny/qwen3']);
-    expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout).toContain(`tiny/qwen3@${commit}`);
-    const py = await execa(PYTHON, ['-c', 'import sys; from huggingface_hub import snapshot_download; print(snapshot_download(sys.argv[1]))', 'tiny/qwen3'], {
-      env: { ...env(theirs), HF_HUB_DISABLE_TELEMETRY: '1' },
-      reject: false,
-      timeout: 60_000,
-    });
-    expect(py.exitCode, py.stderr).toBe(0);
-    expect(py.stdout.trim()).toBe(join(theirs, 'models--tiny--qwen3', 'snapshots', commit));
-    const a = listing(ours);
-    expect(a).toEqual(listing(theirs));
-    expect(readFileSync(join(ours, 'models--tiny--qwen3', 'refs', 'main'), 'utf8')).toBe(commit);
-    expect(Object.keys(a).filter((k) => k.includes('/blobs/')).length).toBe(Object.keys(files).length);
-    // Offline, huggingface_hub finds sparkctl's snapshot (and calls it complete).
-    const off = await execa(PYTHON, ['-c', 'import sys; from huggingface_hub import snapshot_download; print(snapshot_download(sys.argv[1]))', 'tiny/qwen3'], {
-      env: { ...env(ours), HF_HUB_OFFLINE: '1', HF_ENDPOINT: 'http://127.0.0.1:9' },
-      reject: false,
-      timeout: 60_000,
-    });
-    expect(off.exitCode, off.stderr).toBe(0);
-    expect(off.stdout.trim()).toBe(join(ours, 'models--tiny--qwen3', 'snapshots', commit));
-    // plan ORG/NAME reads the config from sparkctl's cache, offline.
-    const plan = await cli(['plan', 'tiny/qwen3', '--json', '--gpu-memory', '80GiB'], { env: { HF_HUB_CACHE: ours, HF_HUB_OFFLINE: '1' }, cwd: ROOT });
-    const body = JSON.parse(plan.stdout);
-    expect(body.model.file).toBe(join(ours, 'models--tiny--qwen3', 'snapshots', commit, 'config.json'));
-  });
+  it.skipIf(!!noHfHub)(
+    'writes the same cache as the real huggingface_hub snapshot_download: tree, refs, blob names, link targets, trees/ listing',
+    async () => {
+      const files = existsSync(join(TINY, 'config.json')) ? folderFiles(TINY) : madeRepo();
+      const { commit } = hub.addRepo('tiny/qwen3', { files });
+      const ours = join(newDir(), 'hub');
+      const theirs = join(newDir(), 'hub');
+      const r = await pull(ours, ['tiny/qwen3']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`tiny/qwen3@${commit}`);
+      const py = await execa(
+        PYTHON,
+        [
+          '-c',
+          'import sys; from huggingface_hub import snapshot_download; print(snapshot_download(sys.argv[1]))',
+          'tiny/qwen3',
+        ],
+        {
+          env: { ...env(theirs), HF_HUB_DISABLE_TELEMETRY: '1' },
+          reject: false,
+          timeout: 60_000,
+        },
+      );
+      expect(py.exitCode, py.stderr).toBe(0);
+      expect(py.stdout.trim()).toBe(join(theirs, 'models--tiny--qwen3', 'snapshots', commit));
+      const a = listing(ours);
+      expect(a).toEqual(listing(theirs));
+      expect(readFileSync(join(ours, 'models--tiny--qwen3', 'refs', 'main'), 'utf8')).toBe(commit);
+      expect(Object.keys(a).filter((k) => k.includes('/blobs/')).length).toBe(Object.keys(files).length);
+      // Offline, huggingface_hub finds sparkctl's snapshot (and calls it complete).
+      const off = await execa(
+        PYTHON,
+        [
+          '-c',
+          'import sys; from huggingface_hub import snapshot_download; print(snapshot_download(sys.argv[1]))',
+          'tiny/qwen3',
+        ],
+        {
+          env: { ...env(ours), HF_HUB_OFFLINE: '1', HF_ENDPOINT: 'http://127.0.0.1:9' },
+          reject: false,
+          timeout: 60_000,
+        },
+      );
+      expect(off.exitCode, off.stderr).toBe(0);
+      expect(off.stdout.trim()).toBe(join(ours, 'models--tiny--qwen3', 'snapshots', commit));
+      // plan ORG/NAME reads the config from sparkctl's cache, offline.
+      const plan = await cli(['plan', 'tiny/qwen3', '--json', '--gpu-memory', '80GiB'], {
+        env: { HF_HUB_CACHE: ours, HF_HUB_OFFLINE: '1' },
+        cwd: ROOT,
+      });
+      const body = JSON.parse(plan.stdout);
+      expect(body.model.file).toBe(join(ours, 'models--tiny--qwen3', 'snapshots', commit, 'config.json'));
+    },
+  );
 
   it('a second pull fetches nothing and says so; --json is an envelope with every file and no progress', async () => {
     const { commit } = hub.addRepo('again/m', { files: madeRepo() });
@@ -106,9 +150,19 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).toBe('');
     const body = JSON.parse(r.stdout);
-    expect(body).toMatchObject({ version: 1, kind: 'pull', repo: 'again/m', revision: 'main', commit, bytesFetched: 0, weights: 'safetensors' });
+    expect(body).toMatchObject({
+      version: 1,
+      kind: 'pull',
+      repo: 'again/m',
+      revision: 'main',
+      commit,
+      bytesFetched: 0,
+      weights: 'safetensors',
+    });
     expect(body.files.map((f: { status: string }) => f.status)).toEqual(body.files.map(() => 'present'));
-    expect(hub.requests.slice(before).filter((q) => q.path.includes('/resolve/') || q.path.startsWith('/cdn/'))).toEqual([]);
+    expect(
+      hub.requests.slice(before).filter((q) => q.path.includes('/resolve/') || q.path.startsWith('/cdn/')),
+    ).toEqual([]);
   });
 
   it('a blob of the right size with other bytes is not trusted: the next pull hashes it, fetches it again, and the snapshot reads the true bytes', async () => {
@@ -133,7 +187,9 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
     expect(r.exitCode, r.stderr).toBe(0);
     const body = JSON.parse(r.stdout);
     expect(body.files.find((f: { path: string }) => f.path === 'config.json').status).toBe('downloaded');
-    expect(body.files.filter((f: { path: string; status: string }) => f.path !== 'config.json' && f.status !== 'present')).toEqual([]);
+    expect(
+      body.files.filter((f: { path: string; status: string }) => f.path !== 'config.json' && f.status !== 'present'),
+    ).toEqual([]);
     expect(readFileSync(config)).toEqual(truth);
   });
 
@@ -144,12 +200,15 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
       const cache = join(newDir(), 'hub');
       const r = await pull(cache, ['bad/corrupt']);
       expect(r.exitCode).toBe(1);
-      expect(r.stderr).toMatch(/model\.safetensors: the bytes received do not match the Hub's SHA-256: expected [0-9a-f]{64}, got [0-9a-f]{64}/);
+      expect(r.stderr).toMatch(
+        /model\.safetensors: the bytes received do not match the Hub's SHA-256: expected [0-9a-f]{64}, got [0-9a-f]{64}/,
+      );
       const repo = join(cache, 'models--bad--corrupt');
       expect(existsSync(join(repo, 'refs', 'main'))).toBe(false);
       const blobs = readdirSync(join(repo, 'blobs'));
       expect(blobs.filter((b) => b.includes('incomplete'))).toEqual([]);
-      for (const snap of readdirSync(join(repo, 'snapshots'))) expect(readdirSync(join(repo, 'snapshots', snap))).not.toContain('model.safetensors');
+      for (const snap of readdirSync(join(repo, 'snapshots')))
+        expect(readdirSync(join(repo, 'snapshots', snap))).not.toContain('model.safetensors');
     } finally {
       hub.knobs.corrupt.clear();
     }
@@ -163,7 +222,9 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
       const r = await pull(cache, ['bad/short']);
       expect(r.exitCode).toBe(1);
       expect(r.stderr).toMatch(/model\.safetensors: the server (ends the file at|holds) .*2097152/);
-      expect(readdirSync(join(cache, 'models--bad--short', 'blobs')).filter((b) => b.includes('incomplete'))).toEqual([]);
+      expect(readdirSync(join(cache, 'models--bad--short', 'blobs')).filter((b) => b.includes('incomplete'))).toEqual(
+        [],
+      );
       expect(existsSync(join(cache, 'models--bad--short', 'refs', 'main'))).toBe(false);
     } finally {
       hub.knobs.truncate.clear();
@@ -211,7 +272,11 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
     const cache = join(newDir(), 'hub');
     const partial = join(cache, 'models--slow--m', 'blobs', `${sha}.sparkctl.incomplete`);
     hub.knobs.rate = 1024 * 1024; // 4 s for the shard
-    const child = execa(process.execPath, [BIN, 'pull', 'slow/m'], { env: { ...env(cache), NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK }, reject: false, cwd: ROOT });
+    const child = execa(process.execPath, [BIN, 'pull', 'slow/m'], {
+      env: { ...env(cache), NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK },
+      reject: false,
+      cwd: ROOT,
+    });
     try {
       expect(await waitFor(() => existsSync(partial) && statSync(partial).size > 512 * 1024, 30_000)).toBe(true);
       child.kill('SIGKILL');
@@ -237,7 +302,11 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
   });
 
   it('401 and 403 are told apart with what to do; the token is never printed', async () => {
-    hub.addRepo('gated/m', { files: madeRepo(), gated: { tokens: ['hf_good_token_value'] }, knownTokens: ['hf_known_no_access'] });
+    hub.addRepo('gated/m', {
+      files: madeRepo(),
+      gated: { tokens: ['hf_good_token_value'] },
+      knownTokens: ['hf_known_no_access'],
+    });
     const cache = join(newDir(), 'hub');
     const none = await pull(cache, ['gated/m']);
     expect(none.exitCode).toBe(2);
@@ -245,7 +314,9 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
     expect(none.stderr).toContain(`accept the licence at ${hub.url}/gated/m`);
     const forbidden = await pull(cache, ['gated/m'], { HF_TOKEN: 'hf_known_no_access' });
     expect(forbidden.exitCode).toBe(2);
-    expect(forbidden.stderr).toContain('403 forbidden: the token in HF_TOKEN is valid but has no access to this gated repository');
+    expect(forbidden.stderr).toContain(
+      '403 forbidden: the token in HF_TOKEN is valid but has no access to this gated repository',
+    );
     const bad = await pull(cache, ['gated/m'], { HF_TOKEN: 'hf_wrong' });
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('the token in HF_TOKEN was refused');
@@ -264,14 +335,28 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
   });
 
   it('a repository with both .bin and .safetensors: only the safetensors are fetched', async () => {
-    const { commit } = hub.addRepo('both/m', { files: madeRepo({ 'pytorch_model.bin': randomBytes(1024 * 1024), 'original/consolidated.00.pth': randomBytes(1024) }) });
+    const { commit } = hub.addRepo('both/m', {
+      files: madeRepo({
+        'pytorch_model.bin': randomBytes(1024 * 1024),
+        'original/consolidated.00.pth': randomBytes(1024),
+      }),
+    });
     const cache = join(newDir(), 'hub');
     const before = hub.requests.length;
     const r = await pull(cache, ['both/m', '--json']);
     expect(r.exitCode, r.stderr).toBe(0);
     const body = JSON.parse(r.stdout);
-    expect(body.files.map((f: { path: string }) => f.path).sort()).toEqual(['README.md', 'config.json', 'generation_config.json', 'model.safetensors', 'tokenizer_config.json']);
-    expect(body.skipped.map((s: { path: string }) => s.path).sort()).toEqual(['original/consolidated.00.pth', 'pytorch_model.bin']);
+    expect(body.files.map((f: { path: string }) => f.path).sort()).toEqual([
+      'README.md',
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'tokenizer_config.json',
+    ]);
+    expect(body.skipped.map((s: { path: string }) => s.path).sort()).toEqual([
+      'original/consolidated.00.pth',
+      'pytorch_model.bin',
+    ]);
     expect(hub.requests.slice(before).filter((q) => /pytorch_model|original/.test(q.path))).toEqual([]);
     // Not the whole repository: no trees/ listing, so an offline reader does not call the snapshot incomplete.
     expect(existsSync(join(cache, 'models--both--m', 'trees', `${commit}.json`))).toBe(false);
@@ -286,7 +371,9 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
   });
 
   it('a listing with a path that climbs out of the snapshot is refused before anything is written', async () => {
-    hub.addRepo('evil/m', { files: madeRepo({ '../../../escape.json': Buffer.from('{}'), '..\\..\\escape.json': Buffer.from('{}') }) });
+    hub.addRepo('evil/m', {
+      files: madeRepo({ '../../../escape.json': Buffer.from('{}'), '..\\..\\escape.json': Buffer.from('{}') }),
+    });
     const root = newDir();
     const cache = join(root, 'hub');
     const r = await pull(cache, ['evil/m']);
@@ -313,27 +400,34 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
   });
 
   const canMount = process.getuid?.() === 0 && existsSync('/usr/bin/mount');
-  it.skipIf(!canMount)('a full disk (a 1 MiB tmpfs): exit 2 naming the folder, the need and what is free, before the first byte', async () => {
-    hub.addRepo('big/m', { files: madeRepo({}, 3 * 1024 * 1024) });
-    const mnt = newDir();
-    const m = execaSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], { reject: false });
-    if (m.exitCode !== 0) {
-      console.warn(`full-disk case skipped: mount tmpfs failed: ${m.stderr}`);
-      return;
-    }
-    try {
-      const cache = join(mnt, 'hub');
-      const before = hub.requests.length;
-      const r = await pull(cache, ['big/m']);
-      expect(r.exitCode).toBe(2);
-      expect(r.stderr).toMatch(new RegExp(`not enough disk space in ${mnt}: the pull needs 3\\.\\d+ MiB more, \\d+(\\.\\d+)? (KiB|MiB) are free`));
-      expect(hub.requests.slice(before).filter((q) => q.path.startsWith('/cdn/'))).toEqual([]);
-      expect(existsSync(join(cache, 'models--big--m'))).toBe(false);
-    } finally {
-      execaSync('umount', [mnt], { reject: false });
-      rmSync(mnt, { recursive: true, force: true });
-    }
-  });
+  it.skipIf(!canMount)(
+    'a full disk (a 1 MiB tmpfs): exit 2 naming the folder, the need and what is free, before the first byte',
+    async () => {
+      hub.addRepo('big/m', { files: madeRepo({}, 3 * 1024 * 1024) });
+      const mnt = newDir();
+      const m = execaSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], { reject: false });
+      if (m.exitCode !== 0) {
+        console.warn(`full-disk case skipped: mount tmpfs failed: ${m.stderr}`);
+        return;
+      }
+      try {
+        const cache = join(mnt, 'hub');
+        const before = hub.requests.length;
+        const r = await pull(cache, ['big/m']);
+        expect(r.exitCode).toBe(2);
+        expect(r.stderr).toMatch(
+          new RegExp(
+            `not enough disk space in ${mnt}: the pull needs 3\\.\\d+ MiB more, \\d+(\\.\\d+)? (KiB|MiB) are free`,
+          ),
+        );
+        expect(hub.requests.slice(before).filter((q) => q.path.startsWith('/cdn/'))).toEqual([]);
+        expect(existsSync(join(cache, 'models--big--m'))).toBe(false);
+      } finally {
+        execaSync('umount', [mnt], { reject: false });
+        rmSync(mnt, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('bad input: a revision that is not a name, a model that is neither an id nor a profile, a non-http HF_ENDPOINT', async () => {
     const cache = join(newDir(), 'hub');
@@ -352,7 +446,8 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
 describe('serve never downloads by surprise; preflight names what is missing', { timeout: 120_000 }, () => {
   const profileFor = (dir: string, id: string, extra = '') => {
     // The facts of the tiny Qwen3 (the plan needs them before the config is here).
-    const facts = '  parameters: 230000\n  layers: 2\n  attentionHeads: 4\n  kvHeads: 2\n  headDim: 32\n  maxContext: 2048\n';
+    const facts =
+      '  parameters: 230000\n  layers: 2\n  attentionHeads: 4\n  kvHeads: 2\n  headDim: 32\n  maxContext: 2048\n';
     writeFileSync(join(dir, 'hubm.yaml'), `name: hubm\nmodel:\n  id: ${id}\n  servedName: hubm\n${facts}${extra}`);
     return dir;
   };
@@ -366,10 +461,25 @@ describe('serve never downloads by surprise; preflight names what is missing', {
     const fake = join(root, 'fake-vllm');
     writeFileSync(fake, `#!/bin/sh\necho "HF_HUB_OFFLINE=$HF_HUB_OFFLINE" > ${marker}\nexit 1\n`, { mode: 0o755 });
     const serve = (args: string[]) =>
-      cli(['serve', 'hubm', '--profiles', profiles, '--engine', 'vllm', '--vllm-bin', fake, '--set', 'parallel.tensor=1', ...args], {
-        env: { ...env(cache), SPARKCTL_STATE_DIR: join(root, 'state') },
-        cwd: ROOT,
-      });
+      cli(
+        [
+          'serve',
+          'hubm',
+          '--profiles',
+          profiles,
+          '--engine',
+          'vllm',
+          '--vllm-bin',
+          fake,
+          '--set',
+          'parallel.tensor=1',
+          ...args,
+        ],
+        {
+          env: { ...env(cache), SPARKCTL_STATE_DIR: join(root, 'state') },
+          cwd: ROOT,
+        },
+      );
     const refused = await serve([]);
     expect(refused.exitCode, refused.stderr).toBe(2);
     expect(refused.stderr).toContain(`serve/m is not in the Hugging Face cache ${cache}`);
@@ -397,7 +507,10 @@ describe('serve never downloads by surprise; preflight names what is missing', {
 
   it('the simulator serves without any cache', async () => {
     const root = newDir();
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--dry-run', '--json'], { env: { HF_HUB_CACHE: join(root, 'none'), HOME: root }, cwd: ROOT });
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--dry-run', '--json'], {
+      env: { HF_HUB_CACHE: join(root, 'none'), HOME: root },
+      cwd: ROOT,
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).warnings.join('\n')).not.toContain('Hugging Face cache');
   });
@@ -408,7 +521,11 @@ describe('serve never downloads by surprise; preflight names what is missing', {
     const cache = join(root, 'hub');
     const profiles = profileFor(root, 'pf/m');
     expect((await pull(cache, ['pf/m'])).exitCode).toBe(0);
-    const pf = (extra: string[] = []) => cli(['preflight', '--profile', 'hubm', '--profiles', profiles, '--only', 'model.files', '--json', ...extra], { env: env(cache), cwd: ROOT });
+    const pf = (extra: string[] = []) =>
+      cli(['preflight', '--profile', 'hubm', '--profiles', profiles, '--only', 'model.files', '--json', ...extra], {
+        env: env(cache),
+        cwd: ROOT,
+      });
     const ok = JSON.parse((await pf(['--verify'])).stdout).checks.find((x: { id: string }) => x.id === 'model.files');
     expect(ok.status).toBe('pass');
     expect(ok.observed).toContain('every blob matching its SHA');

@@ -50,7 +50,10 @@ describe('renamed flags', () => {
 
   it("--gpus in cost and report, --router in monitoring: the old spelling has the new one's effect, with a warning", async () => {
     const env = { env: { SPARKCTL_STATE_DIR: state } };
-    const held = await runMain(['cost', 'http://127.0.0.1:9', '--gpu-hour-price', '2', '--gpus-held', '2', '--json'], env);
+    const held = await runMain(
+      ['cost', 'http://127.0.0.1:9', '--gpu-hour-price', '2', '--gpus-held', '2', '--json'],
+      env,
+    );
     const old = await runMain(['cost', 'http://127.0.0.1:9', '--gpu-hour-price', '2', '--gpus', '2', '--json'], env);
     expect(old.exitCode).toBe(held.exitCode);
     expect(old.stdout).toBe(held.stdout);
@@ -75,7 +78,8 @@ describe('renamed flags', () => {
     const bare = await runMain([...dry, '--sim-load', '0.3'], env);
     const old = await runMain([...dry, '--sim-load-seconds', '0.3'], env);
     expect(now.exitCode, now.stderr).toBe(0);
-    const argv = (r: { stdout: string }) => JSON.stringify(JSON.parse(r.stdout)).match(/"--sim-load-seconds","([^"]*)"/)?.[1];
+    const argv = (r: { stdout: string }) =>
+      JSON.stringify(JSON.parse(r.stdout)).match(/"--sim-load-seconds","([^"]*)"/)?.[1];
     expect(argv(now)).toBe('0.3'); // the simulator's own flag, in seconds
     expect(bare.stdout).toBe(now.stdout);
     expect(old.stdout).toBe(now.stdout);
@@ -101,7 +105,9 @@ describe('renamed flags', () => {
   });
 
   it('a bad value under the old spelling names the flag as typed', async () => {
-    const r = await runMain(['probe', '--url', 'http://127.0.0.1:9', '--timeout', 'soon'], { env: { SPARKCTL_STATE_DIR: state } });
+    const r = await runMain(['probe', '--url', 'http://127.0.0.1:9', '--timeout', 'soon'], {
+      env: { SPARKCTL_STATE_DIR: state },
+    });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/--timeout: "soon" is not a duration/);
   });

@@ -11,7 +11,11 @@ const HAPROXY = '/usr/sbin/haproxy';
 const haveHaproxy = existsSync(HAPROXY);
 if (!haveHaproxy) console.warn(`restart-remembers e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy)`);
 
-const t = isolated({ prefix: 'sparkctl-restart-remembers-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
+const t = isolated({
+  prefix: 'sparkctl-restart-remembers-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' },
+});
 const entry = (name: string) => JSON.parse(readFileSync(join(t.state, 'instances', `${name}.json`), 'utf8'));
 
 describe.skipIf(!haveHaproxy)('restart remembers how serve started the profile (simulator, real HAProxy)', () => {
@@ -19,11 +23,26 @@ describe.skipIf(!haveHaproxy)('restart remembers how serve started the profile (
     const base = await freePortRange(4);
     const dir = join(t.state, 'profiles');
     mkdirSync(dir);
-    const original = readFileSync(join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), 'utf8').replace(/^name: qwen3\.5-9b$/m, 'name: rem');
+    const original = readFileSync(join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), 'utf8').replace(
+      /^name: qwen3\.5-9b$/m,
+      'name: rem',
+    );
     const file = join(dir, 'rem.yaml');
     writeFileSync(file, original);
-    const sets = ['--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=2', '--set', 'router.checkIntervalMs=500'];
-    const served = await cli(['serve', 'rem', '--profiles', dir, '--engine', 'sim', '--router', '--no-prewarm', ...sets], { env: t.env(), timeout: 60_000 });
+    const sets = [
+      '--set',
+      `server.port=${base}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=2',
+      '--set',
+      'router.checkIntervalMs=500',
+    ];
+    const served = await cli(
+      ['serve', 'rem', '--profiles', dir, '--engine', 'sim', '--router', '--no-prewarm', ...sets],
+      { env: t.env(), timeout: 60_000 },
+    );
     expect(served.exitCode, served.stderr).toBe(0);
     // what serve resolved is in the entry: its --set, --profiles, --router and the version `auto` became
     expect(entry('rem-0').launch).toEqual({
@@ -44,8 +63,14 @@ describe.skipIf(!haveHaproxy)('restart remembers how serve started the profile (
     expect(entry('rem-1').port).toBe(base + 2);
 
     // 2. an edit: the diff, flag by flag, before anything stops and on each started replica; --json carries it
-    writeFileSync(file, original.replace(/^engine:$/m, 'engine:\n  maxNumSeqs: 7').replace(/maxModelLen: 16384/, 'maxModelLen: 8192'));
-    const edited = await cli(['restart', 'rem', '--rolling', '--no-prewarm', '--json'], { env: t.env(), timeout: 60_000 });
+    writeFileSync(
+      file,
+      original.replace(/^engine:$/m, 'engine:\n  maxNumSeqs: 7').replace(/maxModelLen: 16384/, 'maxModelLen: 8192'),
+    );
+    const edited = await cli(['restart', 'rem', '--rolling', '--no-prewarm', '--json'], {
+      env: t.env(),
+      timeout: 60_000,
+    });
     expect(edited.exitCode, edited.stderr).toBe(0);
     const out = JSON.parse(edited.stdout);
     expect(out.replicas.map((r: { changes: string[] }) => r.changes)).toEqual([
@@ -54,7 +79,10 @@ describe.skipIf(!haveHaproxy)('restart remembers how serve started the profile (
     ]);
     expect(out.replicas.every((r: { argvChanged: boolean }) => r.argvChanged)).toBe(true);
     // restart's own --set goes on top of serve's and is kept in turn
-    const more = await cli(['restart', 'rem', '--rolling', '--no-prewarm', '--set', 'engine.maxNumSeqs=5'], { env: t.env(), timeout: 60_000 });
+    const more = await cli(['restart', 'rem', '--rolling', '--no-prewarm', '--set', 'engine.maxNumSeqs=5'], {
+      env: t.env(),
+      timeout: 60_000,
+    });
     expect(more.exitCode, more.stderr).toBe(0);
     expect(more.stderr).toMatch(/rem: changed since it was served .*:\n {2}--max-num-seqs: 7 -> 5\n/);
     expect(more.stderr).toContain('started, pid');
@@ -96,11 +124,18 @@ describe('the profiles folder is kept by its whole path: a restart from another 
     const elsewhere = join(t.state, 'rel-elsewhere');
     mkdirSync(join(here, 'p'), { recursive: true });
     mkdirSync(elsewhere, { recursive: true });
-    const original = readFileSync(join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), 'utf8').replace(/^name: qwen3\.5-9b$/m, 'name: relp');
+    const original = readFileSync(join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), 'utf8').replace(
+      /^name: qwen3\.5-9b$/m,
+      'name: relp',
+    );
     writeFileSync(join(here, 'p', 'relp.yaml'), original);
     try {
       const sets = ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'];
-      const served = await cli(['serve', 'relp', '--profiles', './p', '--engine', 'sim', '--no-prewarm', ...sets], { env: env(), cwd: here, timeout: 60_000 });
+      const served = await cli(['serve', 'relp', '--profiles', './p', '--engine', 'sim', '--no-prewarm', ...sets], {
+        env: env(),
+        cwd: here,
+        timeout: 60_000,
+      });
       expect(served.exitCode, served.stderr).toBe(0);
       expect(entry('relp-0').launch.profilesDir).toBe(join(here, 'p'));
 
@@ -116,11 +151,17 @@ describe('the profiles folder is kept by its whole path: a restart from another 
       writeFileSync(file, JSON.stringify(rec));
       const refused = await cli(['restart', 'relp', '--no-prewarm'], { env: env(), cwd: elsewhere, timeout: 60_000 });
       expect(refused.exitCode, refused.stderr).toBe(2);
-      expect(refused.stderr).toContain(`the server's record names its profiles folder as "./p", relative to the folder it was served from`);
+      expect(refused.stderr).toContain(
+        `the server's record names its profiles folder as "./p", relative to the folder it was served from`,
+      );
       expect(refused.stderr).toContain('--profiles DIR');
       expect(refused.stderr).not.toMatch(/--profiles \.\/p: does not exist/);
       expect(entry('relp-0').pid).toBe(rec.pid); // nothing was stopped
-      const given = await cli(['restart', 'relp', '--no-prewarm', '--profiles', join(here, 'p')], { env: env(), cwd: elsewhere, timeout: 60_000 });
+      const given = await cli(['restart', 'relp', '--no-prewarm', '--profiles', join(here, 'p')], {
+        env: env(),
+        cwd: elsewhere,
+        timeout: 60_000,
+      });
       expect(given.exitCode, given.stderr).toBe(0);
       expect(entry('relp-0').launch.profilesDir).toBe(join(here, 'p'));
       const stop = await cli(['stop', 'relp'], { env: env() });

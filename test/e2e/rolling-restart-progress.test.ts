@@ -9,16 +9,35 @@ import { cli, isolated, freePortRange, BIN, RUN_MARK } from '../helpers.js';
 
 const haveHaproxy = existsSync('/usr/sbin/haproxy');
 const haveScript = existsSync('/usr/bin/script');
-if (!haveHaproxy) console.warn('rolling-restart-progress e2e skipped: /usr/sbin/haproxy is not installed (apt-get install haproxy)');
+if (!haveHaproxy)
+  console.warn('rolling-restart-progress e2e skipped: /usr/sbin/haproxy is not installed (apt-get install haproxy)');
 
-const t = isolated({ prefix: 'sparkctl-rolling-progress-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '1', SPARKCTL_SIM_COLD_MS: '200' } });
+const t = isolated({
+  prefix: 'sparkctl-rolling-progress-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '1', SPARKCTL_SIM_COLD_MS: '200' },
+});
 const P = 'qwen3.5-9b';
 
 describe.skipIf(!haveHaproxy)('restart --rolling says what each replica is doing', () => {
   it('off a terminal: every step and start phase as a line, in order, once per phase; the time per step at the end', async () => {
     const base = await freePortRange(4);
-    const sets = ['--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=2', '--set', 'router.checkIntervalMs=500', '--set', 'prewarm.maxRounds=2'];
-    const served = await cli(['serve', P, '--engine', 'sim', '--router', '--no-prewarm', ...sets], { env: t.env(), timeout: 60_000 });
+    const sets = [
+      '--set',
+      `server.port=${base}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=2',
+      '--set',
+      'router.checkIntervalMs=500',
+      '--set',
+      'prewarm.maxRounds=2',
+    ];
+    const served = await cli(['serve', P, '--engine', 'sim', '--router', '--no-prewarm', ...sets], {
+      env: t.env(),
+      timeout: 60_000,
+    });
     expect(served.exitCode, served.stderr).toBe(0);
 
     const r = await cli(['restart', P, '--rolling'], { env: t.env(), timeout: 90_000 });
@@ -68,7 +87,8 @@ describe.skipIf(!haveHaproxy)('restart --rolling says what each replica is doing
     });
     const out = String(tty.stdout);
     expect(tty.exitCode, out).toBe(0);
-    const redraws = out.match(/\r\x1b\[2K(?:\x1b\[\d+m)*\[[\d.]+s\](?:\x1b\[\d+m)* qwen3\.5-9b-[01]: loading weights \d+%/g) ?? [];
+    const redraws =
+      out.match(/\r\x1b\[2K(?:\x1b\[\d+m)*\[[\d.]+s\](?:\x1b\[\d+m)* qwen3\.5-9b-[01]: loading weights \d+%/g) ?? [];
     expect(redraws.length).toBeGreaterThan(2);
     expect(out).toMatch(/\r\x1b\[2K(?:\x1b\[\d+m)*\[[\d.]+s\](?:\x1b\[\d+m)* prewarm qwen3\.5-9b-0: round 1, /);
     expect(out.match(/back in rotation \(out of it/g)).toHaveLength(2);

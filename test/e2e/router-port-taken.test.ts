@@ -28,7 +28,11 @@ afterAll(() => {
  * hung that way once, vitest silent until its timeout).
  */
 async function holdPort(port: number): Promise<{ pid: number; alive: () => boolean }> {
-  const child = execa(process.execPath, ['-e', `require('node:net').createServer().listen(${port}, '127.0.0.1', () => console.log('listening'))`], { reject: false });
+  const child = execa(
+    process.execPath,
+    ['-e', `require('node:net').createServer().listen(${port}, '127.0.0.1', () => console.log('listening'))`],
+    { reject: false },
+  );
   held.push(child);
   await new Promise<void>((resolve, reject) => {
     child.stdout?.on('data', (d: Buffer) => String(d).includes('listening') && resolve());
@@ -57,10 +61,23 @@ describe.skipIf(!!why)("the router's ports, tried before HAProxy binds them", ()
       const port = which === 'public' ? base : base + 6;
       const h = await holdPort(port);
       const sets = ['--set', `server.port=${base}`, '--set', `router.statsPort=${base + 6}`];
-      const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', '--skip-preflight', '--no-prewarm', ...(which === 'stats' ? ['--json'] : []), ...sets], {
-        stateDir: state,
-        timeout: 60_000,
-      });
+      const r = await cli(
+        [
+          'serve',
+          'qwen3.5-9b',
+          '--engine',
+          'sim',
+          '--router',
+          '--skip-preflight',
+          '--no-prewarm',
+          ...(which === 'stats' ? ['--json'] : []),
+          ...sets,
+        ],
+        {
+          stateDir: state,
+          timeout: 60_000,
+        },
+      );
       const out = `${r.stdout}\n${r.stderr}`;
       expect(r.exitCode, out).toBe(4);
       // text: said on stderr; --json: the serve envelope, launch-failed, with the router's failure
@@ -88,10 +105,25 @@ describe.skipIf(!!why)("the router's ports, tried before HAProxy binds them", ()
     writeFileSync(extra, 'global\n    tune.sparkctl-test-unknown-keyword 1\n');
     const bin = join(state, 'haproxy-refuses');
     writeFileSync(bin, `#!/bin/sh\nexec /usr/sbin/haproxy "$@" -f ${extra}\n`, { mode: 0o755 });
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', '--skip-preflight', '--no-prewarm', '--set', `server.port=${base}`, '--set', `router.bin=${bin}`], {
-      stateDir: state,
-      timeout: 60_000,
-    });
+    const r = await cli(
+      [
+        'serve',
+        'qwen3.5-9b',
+        '--engine',
+        'sim',
+        '--router',
+        '--skip-preflight',
+        '--no-prewarm',
+        '--set',
+        `server.port=${base}`,
+        '--set',
+        `router.bin=${bin}`,
+      ],
+      {
+        stateDir: state,
+        timeout: 60_000,
+      },
+    );
     const out = `${r.stdout}\n${r.stderr}`;
     expect(r.exitCode, out).toBe(4);
     expect(r.stderr).toContain("-c refused the router's config");
@@ -115,6 +147,10 @@ describe.skipIf(!!why)("the router's ports, tried before HAProxy binds them", ()
       '[/usr/sbin/haproxy.main()] Some protocols failed to start their listeners! Exiting.',
     ]);
     // no ALERT: the last lines, not the whole log
-    expect(haproxyWhy(Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n'), 3)).toEqual(['line 17', 'line 18', 'line 19']);
+    expect(haproxyWhy(Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n'), 3)).toEqual([
+      'line 17',
+      'line 18',
+      'line 19',
+    ]);
   });
 });

@@ -4,12 +4,30 @@ import { describe, it, expect, beforeEach } from 'vitest';
 import { join } from 'node:path';
 import { existsSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { execa } from 'execa';
-import { cli, isolated, freePortRange, processesMarked, waitFor, sleep, startSim, BIN, RUN_MARK, FIXTURES } from '../helpers.js';
+import {
+  cli,
+  isolated,
+  freePortRange,
+  processesMarked,
+  waitFor,
+  sleep,
+  startSim,
+  BIN,
+  RUN_MARK,
+  FIXTURES,
+} from '../helpers.js';
 
 let base: number;
 const t = isolated({ prefix: 'sparkctl-state-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3' } });
 const env = t.env;
-const at = (port: number, replicas = 1) => ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', `parallel.replicas=${replicas}`];
+const at = (port: number, replicas = 1) => [
+  '--set',
+  `server.port=${port}`,
+  '--set',
+  'server.host=127.0.0.1',
+  '--set',
+  `parallel.replicas=${replicas}`,
+];
 
 beforeEach(async () => {
   base = await freePortRange(4);
@@ -17,7 +35,10 @@ beforeEach(async () => {
 
 describe('a bad flag launches nothing and exits 2 at once', () => {
   it.each(['bogus', '-5', '0'])('serve --ready-timeout %s', async (value) => {
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 4), '--ready-timeout', value], { env: env(), timeout: 20_000 });
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 4), '--ready-timeout', value], {
+      env: env(),
+      timeout: 20_000,
+    });
     expect(r.timedOut).toBeFalsy();
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('--ready-timeout');
@@ -28,7 +49,10 @@ describe('a bad flag launches nothing and exits 2 at once', () => {
   });
 
   it('serve --nodes --ready-timeout bogus: exit 2 (not an internal error)', async () => {
-    const r = await cli(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--ready-timeout', 'bogus'], { env: env(), timeout: 20_000 });
+    const r = await cli(
+      ['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--ready-timeout', 'bogus'],
+      { env: env(), timeout: 20_000 },
+    );
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('--ready-timeout: "bogus" is not a duration');
     expect(r.stderr).not.toContain('internal error');
@@ -66,10 +90,27 @@ describe('Ctrl-C and SIGTERM are never swallowed', () => {
     // A stand-in for a vLLM that will not drain: it ignores SIGTERM and SIGINT and never logs.
     const bin = join(t.state, 'stubborn-vllm');
     writeFileSync(bin, "#!/bin/sh\ntrap '' TERM INT\necho 'loading forever'\nexec sleep 300\n", { mode: 0o755 });
-    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', ...at(base, 1), '--skip-preflight', '--gpus', '8', '--no-prewarm', '--vllm-bin', bin, '--set', 'server.stallTimeoutSeconds=300'], {
-      env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK, NO_COLOR: '1' },
-      reject: false,
-    });
+    const p = execa(
+      process.execPath,
+      [
+        BIN,
+        'serve',
+        'qwen3.5-9b',
+        ...at(base, 1),
+        '--skip-preflight',
+        '--gpus',
+        '8',
+        '--no-prewarm',
+        '--vllm-bin',
+        bin,
+        '--set',
+        'server.stallTimeoutSeconds=300',
+      ],
+      {
+        env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK, NO_COLOR: '1' },
+        reject: false,
+      },
+    );
     // registered = spawned, and sparkctl is past installing its handlers
     expect(await waitFor(() => existsSync(join(t.state, 'instances', 'qwen3.5-9b-0.json')), 20_000)).toBe(true);
     expect(await waitFor(() => processesMarked(t.marker).length >= 2, 10_000)).toBe(true);
@@ -86,10 +127,19 @@ describe('Ctrl-C and SIGTERM are never swallowed', () => {
 
 describe('the outcome, rendered', () => {
   it('serve --json on a failed launch prints a failure envelope: cause id, evidence, fix (exit 4)', async () => {
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 1), '--no-prewarm', '--json'], { env: env({ SPARKCTL_SIM_FAULT: 'oom-at-start' }) });
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 1), '--no-prewarm', '--json'], {
+      env: env({ SPARKCTL_SIM_FAULT: 'oom-at-start' }),
+    });
     expect(r.exitCode).toBe(4);
     const j = JSON.parse(r.stdout);
-    expect(j).toMatchObject({ version: 1, kind: 'serve', status: 'launch-failed', exitCode: 4, profile: 'qwen3.5-9b', engine: 'sim' });
+    expect(j).toMatchObject({
+      version: 1,
+      kind: 'serve',
+      status: 'launch-failed',
+      exitCode: 4,
+      profile: 'qwen3.5-9b',
+      engine: 'sim',
+    });
     expect(j.failure).toMatchObject({ replica: 'qwen3.5-9b-0', reason: 'exited', cause: 'cuda-oom' });
     expect(j.failure.evidence).toMatch(/torch\.OutOfMemoryError: CUDA out of memory/);
     expect(j.failure.fix).toMatch(/gpuMemoryUtilization/);
@@ -98,7 +148,9 @@ describe('the outcome, rendered', () => {
   });
 
   it('serve --json when healthy: ready time and probe verdict per replica (exit 0)', async () => {
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 2), '--no-prewarm', '--json'], { env: env() });
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 2), '--no-prewarm', '--json'], {
+      env: env(),
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j).toMatchObject({ kind: 'serve', status: 'healthy', exitCode: 0, failure: null });
@@ -114,7 +166,20 @@ describe('readiness proves the server is ours; causes come from this launch only
   it('a foreign server already on the port (--skip-preflight) is not taken for ours: not ready, exit 4', async () => {
     const foreign = await startSim([], { model: 'Qwen/Qwen3.5-9B' });
     try {
-      const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(foreign.port, 1), '--no-prewarm', '--skip-preflight', '--ready-timeout', '30s'], { env: env() });
+      const r = await cli(
+        [
+          'serve',
+          'qwen3.5-9b',
+          '--engine',
+          'sim',
+          ...at(foreign.port, 1),
+          '--no-prewarm',
+          '--skip-preflight',
+          '--ready-timeout',
+          '30s',
+        ],
+        { env: env() },
+      );
       expect(r.stdout).not.toMatch(/ready:/);
       expect(r.exitCode).toBe(4);
       expect(r.stderr).toMatch(/cause: the port is already in use/);
@@ -127,8 +192,13 @@ describe('readiness proves the server is ours; causes come from this launch only
 
   it("an earlier run's OOM in the same log is not today's cause", async () => {
     mkdirSync(join(t.state, 'logs'), { recursive: true });
-    writeFileSync(join(t.state, 'logs', 'qwen3.5-9b-0.log'), '=== sparkctl yesterday launch: vllm serve ...\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB.\n');
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 1), '--no-prewarm', '--json'], { env: env({ SPARKCTL_SIM_FAULT: 'port-in-use' }) });
+    writeFileSync(
+      join(t.state, 'logs', 'qwen3.5-9b-0.log'),
+      '=== sparkctl yesterday launch: vllm serve ...\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB.\n',
+    );
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 1), '--no-prewarm', '--json'], {
+      env: env({ SPARKCTL_SIM_FAULT: 'port-in-use' }),
+    });
     expect(r.exitCode).toBe(4);
     const j = JSON.parse(r.stdout);
     expect(j.failure.cause).toBe('port-in-use');

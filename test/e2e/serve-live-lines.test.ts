@@ -10,12 +10,25 @@ import { cli, isolated, freePortRange, BIN, RUN_MARK } from '../helpers.js';
 const haveScript = existsSync('/usr/bin/script');
 if (!haveScript) console.warn('serve-live-lines e2e skipped: script(1) is not installed (util-linux)');
 
-const t = isolated({ prefix: 'sparkctl-live-lines-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '1.5', SPARKCTL_SIM_COLD_MS: '100' } });
+const t = isolated({
+  prefix: 'sparkctl-live-lines-',
+  per: 'suite',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '1.5', SPARKCTL_SIM_COLD_MS: '100' },
+});
 
 describe.skipIf(!haveScript)('serve on a terminal', () => {
   it('one live line per replica, each redrawn in place; off a terminal, one line per phase and no cursor moves', async () => {
     const base = await freePortRange(4);
-    const sets = ['--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=3', '--set', 'prewarm.maxRounds=1'];
+    const sets = [
+      '--set',
+      `server.port=${base}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=3',
+      '--set',
+      'prewarm.maxRounds=1',
+    ];
     const args = ['serve', 'qwen3.5-9b', '--engine', 'sim', '--skip-preflight', ...sets];
     try {
       const tty = await execa('script', ['-qec', [process.execPath, BIN, ...args].join(' '), '/dev/null'], {
@@ -26,7 +39,8 @@ describe.skipIf(!haveScript)('serve on a terminal', () => {
       const out = String(tty.stdout);
       expect(tty.exitCode, out).toBe(0);
       // a redraw of three rows: up two lines, then each replica on its own cleared line
-      const row = (n: number) => `\\x1b\\[2K(?:\\x1b\\[\\d+m)*\\[[\\d.]+s\\](?:\\x1b\\[\\d+m)* qwen3\\.5-9b-${n}: [^\\r\\n|]+`;
+      const row = (n: number) =>
+        `\\x1b\\[2K(?:\\x1b\\[\\d+m)*\\[[\\d.]+s\\](?:\\x1b\\[\\d+m)* qwen3\\.5-9b-${n}: [^\\r\\n|]+`;
       const redraw = new RegExp(`\\x1b\\[2A\\r${row(0)}\\r?\\n${row(1)}\\r?\\n${row(2)}`, 'g');
       expect(out.match(redraw)?.length ?? 0, out).toBeGreaterThan(1);
       expect(out).not.toMatch(/qwen3\.5-9b-0: [^\r\n]* \| qwen3\.5-9b-1:/);

@@ -6,10 +6,24 @@ import { describe, expect, it } from 'vitest';
 import { engineNumbers, moved } from '../../src/watch/signals.js';
 import { sleep, startSim, waitFor } from '../helpers.js';
 
-const timing = ['--sim-time-factor', '1', '--sim-cold-ms', '0', '--sim-decode-ms', '20', '--sim-prefill-tps', '1000000'];
+const timing = [
+  '--sim-time-factor',
+  '1',
+  '--sim-cold-ms',
+  '0',
+  '--sim-decode-ms',
+  '20',
+  '--sim-prefill-tps',
+  '1000000',
+];
 const numbers = async (url: string) => engineNumbers(await (await fetch(`${url}/metrics`)).text());
 const complete = (url: string, max: number, signal?: AbortSignal, prompt = 'hello there') =>
-  fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, max_tokens: max, stream: true }), signal });
+  fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt, max_tokens: max, stream: true }),
+    signal,
+  });
 
 describe('simulator faults for the watcher', () => {
   it('zombie-after:N wedges: /health 200, the held request stays running, nothing the engine reports moves, later requests are not counted', async () => {

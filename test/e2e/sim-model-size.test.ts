@@ -15,10 +15,33 @@ afterAll(() => rmrf(dir));
 /** The simulator's log up to the KV cache line (its size follows from the model), then it is stopped. */
 async function simLog(model: string, platform: string, extra: string[] = [], cache = hub): Promise<string> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'sim', 'serve', model, '--port', String(port), '--host', '127.0.0.1', '--sim-platform', platform, '--sim-load-seconds', '0', ...extra], {
-    env: { ...process.env, HF_HUB_CACHE: cache, HF_HOME: join(dir, 'hf-home'), SPARKCTL_STATE_DIR: join(dir, 'state') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'sim',
+      'serve',
+      model,
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      '--sim-platform',
+      platform,
+      '--sim-load-seconds',
+      '0',
+      ...extra,
+    ],
+    {
+      env: {
+        ...process.env,
+        HF_HUB_CACHE: cache,
+        HF_HOME: join(dir, 'hf-home'),
+        SPARKCTL_STATE_DIR: join(dir, 'state'),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let text = '';
   try {
     await new Promise<void>((resolve, reject) => {
@@ -52,7 +75,12 @@ describe('the simulator plays the model it is given', { timeout: 150_000 }, () =
 
   it("a model id with no config.json, played from the shipped profile that records it: the profile's quantization (MXFP4), not bf16", async () => {
     // no cache at all: the facts come from gpt-oss-120b's shipped profile, which records engine.quantization mxfp4
-    const log = await simLog('openai/gpt-oss-120b', 'dgx-spark-gb10', ['--gpu-memory-utilization', '0.8'], join(dir, 'empty-hub'));
+    const log = await simLog(
+      'openai/gpt-oss-120b',
+      'dgx-spark-gb10',
+      ['--gpu-memory-utilization', '0.8'],
+      join(dir, 'empty-hub'),
+    );
     expect(log).toMatch(/playing 116\.8B parameters from profile gpt-oss-120b/);
     const gib = Number(/Model loading took ([\d.]+) GiB/.exec(log)?.[1]);
     // about 61 GiB of MXFP4 weights on one GB10 (bf16 would be 217.5 GiB, and no room for the KV cache)
@@ -62,6 +90,8 @@ describe('the simulator plays the model it is given', { timeout: 150_000 }, () =
 
   it('a model nothing tells the size of: the generic 8B, said to be a guess, with the command that fixes it', async () => {
     const log = await simLog('nobody/unknown-model', 'hopper-cuda13');
-    expect(log).toMatch(/WARNING .*\[sparkctl-sim\] the size of nobody\/unknown-model is not known .*generic 8B .*NVIDIA H200 .*a guess \(sparkctl pull nobody\/unknown-model --config-only/);
+    expect(log).toMatch(
+      /WARNING .*\[sparkctl-sim\] the size of nobody\/unknown-model is not known .*generic 8B .*NVIDIA H200 .*a guess \(sparkctl pull nobody\/unknown-model --config-only/,
+    );
   });
 });

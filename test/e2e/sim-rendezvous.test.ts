@@ -9,7 +9,23 @@ import { classifyLog } from '../../src/engine/classify.js';
 
 const started: ResultPromise[] = [];
 const sim = (args: string[]) => {
-  const p = execa(process.execPath, [BIN, 'sim', 'serve', 'm', '--tensor-parallel-size', '4', '--sim-load-seconds', '0.2', '--sim-cold-ms', '10', ...args], { reject: false, timeout: 30_000 });
+  const p = execa(
+    process.execPath,
+    [
+      BIN,
+      'sim',
+      'serve',
+      'm',
+      '--tensor-parallel-size',
+      '4',
+      '--sim-load-seconds',
+      '0.2',
+      '--sim-cold-ms',
+      '10',
+      ...args,
+    ],
+    { reject: false, timeout: 30_000 },
+  );
   started.push(p);
   return p;
 };
@@ -28,18 +44,49 @@ const health = async (port: number) => {
 describe('simulator: native multi-node rendezvous', () => {
   it('a --headless worker whose head is not there fails as torch does, and sparkctl names the cause', async () => {
     const mp = await freePort();
-    const r = await sim(['--nnodes', '2', '--node-rank', '1', '--master-addr', '127.0.0.1', '--master-port', String(mp), '--headless', '--sim-rendezvous-timeout', '1']);
+    const r = await sim([
+      '--nnodes',
+      '2',
+      '--node-rank',
+      '1',
+      '--master-addr',
+      '127.0.0.1',
+      '--master-port',
+      String(mp),
+      '--headless',
+      '--sim-rendezvous-timeout',
+      '1',
+    ]);
     expect(r.exitCode).toBe(1);
-    expect(r.stdout).toMatch(/headless multiproc executor, with head node address 127\.0\.0\.1:\d+ for torch\.distributed process group/);
-    expect(r.stderr).toContain(`torch.distributed.DistNetworkError: The client socket has timed out after 1000ms while trying to connect to (127.0.0.1, ${mp}).`);
+    expect(r.stdout).toMatch(
+      /headless multiproc executor, with head node address 127\.0\.0\.1:\d+ for torch\.distributed process group/,
+    );
+    expect(r.stderr).toContain(
+      `torch.distributed.DistNetworkError: The client socket has timed out after 1000ms while trying to connect to (127.0.0.1, ${mp}).`,
+    );
     expect(classifyLog(r.stderr)).toMatchObject({ id: 'rendezvous-unreachable' });
   });
 
   it("a head missing a rank: DistStoreError with torch's count of joined ranks, never serving", async () => {
     const [mp, port] = [await freePort(), await freePort()];
-    const r = await sim(['--nnodes', '2', '--node-rank', '0', '--master-addr', '127.0.0.1', '--master-port', String(mp), '--port', String(port), '--sim-rendezvous-timeout', '1']);
+    const r = await sim([
+      '--nnodes',
+      '2',
+      '--node-rank',
+      '0',
+      '--master-addr',
+      '127.0.0.1',
+      '--master-port',
+      String(mp),
+      '--port',
+      String(port),
+      '--sim-rendezvous-timeout',
+      '1',
+    ]);
     expect(r.exitCode).toBe(1);
-    expect(r.stderr).toMatch(/torch\.distributed\.DistStoreError: Timed out after \d+ seconds waiting for clients\. 2\/4 clients joined\./);
+    expect(r.stderr).toMatch(
+      /torch\.distributed\.DistStoreError: Timed out after \d+ seconds waiting for clients\. 2\/4 clients joined\./,
+    );
     expect(r.stdout).not.toContain('Starting to load model');
     expect(classifyLog(r.stderr)).toMatchObject({ id: 'rendezvous-incomplete' });
   });

@@ -14,7 +14,11 @@ import { execa, type ResultPromise } from 'execa';
 import { BIN, RUN_MARK, freePort, tempDirs, killGroupLeft, canSwitchToNobody, connectAsNobody } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
-const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchToNobody() ? 'needs root and setpriv to try the socket as uid 65534' : '';
+const skip = !existsSync(HAPROXY)
+  ? `${HAPROXY} is not installed (apt-get install haproxy)`
+  : !canSwitchToNobody()
+    ? 'needs root and setpriv to try the socket as uid 65534'
+    : '';
 if (skip) console.warn(`sim --uds e2e skipped: ${skip}`);
 
 const dirs = tempDirs('sparkctl-uds-');
@@ -34,11 +38,14 @@ afterAll(async () => {
 
 const get = (o: { socketPath?: string; port?: number; path: string }) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const r = request({ socketPath: o.socketPath, host: '127.0.0.1', port: o.port, path: o.path, timeout: 5000 }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const r = request(
+      { socketPath: o.socketPath, host: '127.0.0.1', port: o.port, path: o.path, timeout: 5000 },
+      (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     r.on('error', reject);
     r.on('timeout', () => r.destroy(new Error('timeout')));
     r.end();
@@ -61,12 +68,29 @@ describe.skipIf(!!skip)('vLLM --uds, played by the simulator, behind the real HA
     const dir = join(dirs(), 'replicas');
     mkdirSync(dir, { mode: 0o700 });
     const sock = join(dir, 'r0.sock');
-    const sim = execa(process.execPath, [BIN, 'sim', 'serve', 'Qwen/Qwen3.5-9B', '--uds', sock, '--port', '1', '--sim-load-seconds', '0.2', '--sim-vllm-version', '0.27.2'], {
-      reject: false,
-      detached: true,
-      all: true,
-      env: { SPARKCTL_TEST_RUN: RUN_MARK },
-    });
+    const sim = execa(
+      process.execPath,
+      [
+        BIN,
+        'sim',
+        'serve',
+        'Qwen/Qwen3.5-9B',
+        '--uds',
+        sock,
+        '--port',
+        '1',
+        '--sim-load-seconds',
+        '0.2',
+        '--sim-vllm-version',
+        '0.27.2',
+      ],
+      {
+        reject: false,
+        detached: true,
+        all: true,
+        env: { SPARKCTL_TEST_RUN: RUN_MARK },
+      },
+    );
     started.push(sim);
     let out = '';
     sim.all?.on('data', (d: Buffer) => (out += d.toString()));
@@ -122,12 +146,27 @@ describe.skipIf(!!skip)('vLLM --uds, played by the simulator, behind the real HA
   }, 60_000);
 
   it('a vLLM without --uds (0.10) refuses it, as its parser does', async () => {
-    const r = await execa(process.execPath, [BIN, 'sim', 'serve', 'Qwen/Qwen3.5-9B', '--uds', join(dirs(), 'x.sock'), '--sim-load-seconds', '0.2', '--sim-vllm-version', '0.10.0'], {
-      reject: false,
-      all: true,
-      timeout: 20_000,
-      env: { SPARKCTL_TEST_RUN: RUN_MARK },
-    });
+    const r = await execa(
+      process.execPath,
+      [
+        BIN,
+        'sim',
+        'serve',
+        'Qwen/Qwen3.5-9B',
+        '--uds',
+        join(dirs(), 'x.sock'),
+        '--sim-load-seconds',
+        '0.2',
+        '--sim-vllm-version',
+        '0.10.0',
+      ],
+      {
+        reject: false,
+        all: true,
+        timeout: 20_000,
+        env: { SPARKCTL_TEST_RUN: RUN_MARK },
+      },
+    );
     expect(r.exitCode).toBe(2);
     expect(r.all).toMatch(/unrecognized arguments: --uds/);
   }, 30_000);

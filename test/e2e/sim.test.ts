@@ -5,7 +5,11 @@ import Anthropic from '@anthropic-ai/sdk';
 import parsePrometheus from 'parse-prometheus-text-format';
 import { startSim, cli, freePort, sleep, type SimHandle } from '../helpers.js';
 
-type Family = { name: string; type: string; metrics: Array<{ value?: string; labels?: Record<string, string>; buckets?: Record<string, string> }> };
+type Family = {
+  name: string;
+  type: string;
+  metrics: Array<{ value?: string; labels?: Record<string, string>; buckets?: Record<string, string> }>;
+};
 const metrics = async (url: string): Promise<Map<string, Family>> => {
   const text = await (await fetch(`${url}/metrics`)).text();
   return new Map((parsePrometheus(text) as Family[]).map((f) => [f.name, f]));
@@ -16,9 +20,23 @@ describe('simulator: HTTP surface with real clients', () => {
   let sim: SimHandle;
   const KEY = 'sk-sim-test-key';
   beforeAll(async () => {
-    sim = await startSim(['--tensor-parallel-size', '2', '--max-model-len', '4096', '--served-model-name', 'qwen-test', '--sim-time-factor', '0.05', '--sim-platform', 'dgx-a100-os6'], {
-      env: { VLLM_API_KEY: KEY },
-    });
+    sim = await startSim(
+      [
+        '--tensor-parallel-size',
+        '2',
+        '--max-model-len',
+        '4096',
+        '--served-model-name',
+        'qwen-test',
+        '--sim-time-factor',
+        '0.05',
+        '--sim-platform',
+        'dgx-a100-os6',
+      ],
+      {
+        env: { VLLM_API_KEY: KEY },
+      },
+    );
   });
   afterAll(async () => sim?.stop());
 
@@ -50,10 +68,20 @@ describe('simulator: HTTP surface with real clients', () => {
     const client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: KEY, maxRetries: 0 });
     const models = await client.models.list();
     expect(models.data.map((m) => m.id)).toEqual(['qwen-test']);
-    const chat = await client.chat.completions.create({ model: 'qwen-test', messages: [{ role: 'user', content: 'hello' }], max_tokens: 5 });
+    const chat = await client.chat.completions.create({
+      model: 'qwen-test',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 5,
+    });
     expect(chat.choices[0]!.message.content!.split(' ')).toHaveLength(5);
     expect(chat.usage).toMatchObject({ completion_tokens: 5, prompt_tokens: 6 });
-    const stream = await client.chat.completions.create({ model: 'qwen-test', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'qwen-test',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 4,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let usage;
     for await (const chunk of stream) {
@@ -68,11 +96,19 @@ describe('simulator: HTTP surface with real clients', () => {
 
   it('Anthropic SDK: messages and streaming events', async () => {
     const client = new Anthropic({ baseURL: sim.url, authToken: KEY, apiKey: null, maxRetries: 0 });
-    const msg = await client.messages.create({ model: 'qwen-test', max_tokens: 3, messages: [{ role: 'user', content: 'hi' }] });
+    const msg = await client.messages.create({
+      model: 'qwen-test',
+      max_tokens: 3,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(msg.content[0]).toMatchObject({ type: 'text' });
     expect(msg.usage.output_tokens).toBe(3);
     const events: string[] = [];
-    const stream = client.messages.stream({ model: 'qwen-test', max_tokens: 3, messages: [{ role: 'user', content: 'hi' }] });
+    const stream = client.messages.stream({
+      model: 'qwen-test',
+      max_tokens: 3,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     for await (const ev of stream) events.push(ev.type);
     expect(events[0]).toBe('message_start');
     expect(events).toContain('content_block_delta');
@@ -83,7 +119,9 @@ describe('simulator: HTTP surface with real clients', () => {
     const bad = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: 'wrong', maxRetries: 0 });
     await expect(bad.models.list()).rejects.toMatchObject({ status: 401 });
     const anth = new Anthropic({ baseURL: sim.url, apiKey: 'wrong', maxRetries: 0 });
-    await expect(anth.messages.create({ model: 'qwen-test', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 401 });
+    await expect(
+      anth.messages.create({ model: 'qwen-test', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({ status: 401 });
     expect((await fetch(`${sim.url}/health`)).status).toBe(200);
     expect((await fetch(`${sim.url}/metrics`)).status).toBe(200);
     expect(await (await fetch(`${sim.url}/version`)).json()).toEqual({ version: '0.17.0' });
@@ -91,13 +129,24 @@ describe('simulator: HTTP surface with real clients', () => {
 
   it('errors in OpenAI shape: context length, unknown model, bad JSON', async () => {
     const h = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
-    const long = await fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: h, body: JSON.stringify({ model: 'qwen-test', prompt: 'x'.repeat(16000), max_tokens: 200 }) });
+    const long = await fetch(`${sim.url}/v1/completions`, {
+      method: 'POST',
+      headers: h,
+      body: JSON.stringify({ model: 'qwen-test', prompt: 'x'.repeat(16000), max_tokens: 200 }),
+    });
     expect(long.status).toBe(400);
     const lj = await long.json();
-    // vLLM's words (checked against the real server in test/real-vllm): output tokens, then the least prompt that overflows.
+    // vLLM's words (checked against the real server in test/real-vllm): output tokens, then the least prompt that
+    // overflows.
     expect(lj.error).toMatchObject({ type: 'BadRequestError', param: 'input_tokens', code: 400 });
-    expect(lj.error.message).toMatch(/maximum context length is 4096 tokens\. However, you requested 200 output tokens and your prompt contains at least 3897 input tokens/);
-    const unknown = await fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: h, body: JSON.stringify({ model: 'nope', prompt: 'x' }) });
+    expect(lj.error.message).toMatch(
+      /maximum context length is 4096 tokens\. However, you requested 200 output tokens and your prompt contains at least 3897 input tokens/,
+    );
+    const unknown = await fetch(`${sim.url}/v1/completions`, {
+      method: 'POST',
+      headers: h,
+      body: JSON.stringify({ model: 'nope', prompt: 'x' }),
+    });
     expect(unknown.status).toBe(404);
     expect((await unknown.json()).error).toMatchObject({ type: 'NotFoundError', code: 404 });
     const badJson = await fetch(`${sim.url}/v1/chat/completions`, { method: 'POST', headers: h, body: '{nope' });
@@ -107,7 +156,11 @@ describe('simulator: HTTP surface with real clients', () => {
   });
 
   it('/tokenize counts with the documented tokenizer (4 bytes a token)', async () => {
-    const r = await fetch(`${sim.url}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'abcdefghi' }) });
+    const r = await fetch(`${sim.url}/tokenize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'abcdefghi' }),
+    });
     expect(await r.json()).toMatchObject({ count: 3, max_model_len: 4096 });
   });
 
@@ -134,7 +187,10 @@ describe('simulator: HTTP surface with real clients', () => {
     ]) {
       expect(after.has(n), n).toBe(true);
     }
-    expect(after.get('vllm:num_requests_running')!.metrics[0]!.labels).toMatchObject({ model_name: 'qwen-test', engine: '0' });
+    expect(after.get('vllm:num_requests_running')!.metrics[0]!.labels).toMatchObject({
+      model_name: 'qwen-test',
+      engine: '0',
+    });
   });
 });
 
@@ -146,7 +202,11 @@ describe('simulator: timing model', () => {
     try {
       const t = async (prompt: string) => {
         const s = performance.now();
-        await fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, max_tokens: 1 }) });
+        await fetch(`${sim.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ prompt, max_tokens: 1 }),
+        });
         return performance.now() - s;
       };
       const cold = await t('a'.repeat(512));
@@ -162,7 +222,11 @@ describe('simulator: timing model', () => {
     const sim = await startSim(['--max-num-seqs', '2', '--sim-decode-ms', '100', '--sim-cold-ms', '0']);
     try {
       const reqs = Array.from({ length: 5 }, () =>
-        fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 5 }) }),
+        fetch(`${sim.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ prompt: 'x', max_tokens: 5 }),
+        }),
       );
       await sleep(150);
       const m = await metrics(sim.url);
@@ -180,8 +244,15 @@ describe('simulator: timing model', () => {
     const b = await startSim(['--sim-seed', '42', '--sim-time-factor', '0']);
     try {
       const text = async (s: SimHandle) =>
-        (await (await fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 8 }) })).json()).choices[0]
-          .text;
+        (
+          await (
+            await fetch(`${s.url}/v1/completions`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ prompt: 'x', max_tokens: 8 }),
+            })
+          ).json()
+        ).choices[0].text;
       expect(await text(a)).toBe(await text(b));
     } finally {
       await Promise.all([a.stop(), b.stop()]);
@@ -190,7 +261,8 @@ describe('simulator: timing model', () => {
 });
 
 describe('simulator: faults (names are an interface)', () => {
-  const startFault = (fault: string, extra: string[] = [], waitReady = false) => startSim(['--sim-fault', fault, ...extra], { waitReady });
+  const startFault = (fault: string, extra: string[] = [], waitReady = false) =>
+    startSim(['--sim-fault', fault, ...extra], { waitReady });
 
   it('refuses connections before ready (hang-at-load never becomes ready and stops logging)', async () => {
     const sim = await startFault('hang-at-load', ['--sim-load-seconds', '0.4']);
@@ -223,7 +295,17 @@ describe('simulator: faults (names are an interface)', () => {
   it('a real port conflict gives the same error', async () => {
     const first = await startSim([]);
     try {
-      const r = await cli(['sim', 'serve', 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(first.port), '--sim-load-seconds', '0.1']);
+      const r = await cli([
+        'sim',
+        'serve',
+        'Qwen/Qwen3.5-9B',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(first.port),
+        '--sim-load-seconds',
+        '0.1',
+      ]);
       expect(r.exitCode).toBe(1);
       expect(r.stderr).toContain('Address already in use');
     } finally {
@@ -241,7 +323,12 @@ describe('simulator: faults (names are an interface)', () => {
   it('engine-dead-after:N: /health 503 and generations fail', async () => {
     const sim = await startSim(['--sim-time-factor', '0'], { env: { SPARKCTL_SIM_FAULT: 'engine-dead-after:1' } });
     try {
-      const gen = () => fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 1 }) });
+      const gen = () =>
+        fetch(`${sim.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ prompt: 'x', max_tokens: 1 }),
+        });
       expect((await gen()).status).toBe(200);
       expect((await fetch(`${sim.url}/health`)).status).toBe(200);
       const dead = await gen();
@@ -257,7 +344,12 @@ describe('simulator: faults (names are an interface)', () => {
     const sim = await startSim(['--sim-time-factor', '0', '--sim-fault', 'zombie-after:0']);
     try {
       await expect(
-        fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 1 }), signal: AbortSignal.timeout(500) }),
+        fetch(`${sim.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ prompt: 'x', max_tokens: 1 }),
+          signal: AbortSignal.timeout(500),
+        }),
       ).rejects.toThrow();
       expect((await fetch(`${sim.url}/health`)).status).toBe(200);
     } finally {
@@ -266,10 +358,25 @@ describe('simulator: faults (names are an interface)', () => {
   });
 
   it('slow:MS adds to every token', async () => {
-    const sim = await startSim(['--sim-time-factor', '1', '--sim-cold-ms', '0', '--sim-decode-ms', '1', '--sim-prefill-tps', '1000000', '--sim-fault', 'slow:50']);
+    const sim = await startSim([
+      '--sim-time-factor',
+      '1',
+      '--sim-cold-ms',
+      '0',
+      '--sim-decode-ms',
+      '1',
+      '--sim-prefill-tps',
+      '1000000',
+      '--sim-fault',
+      'slow:50',
+    ]);
     try {
       const s = performance.now();
-      await fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 4 }) });
+      await fetch(`${sim.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: 'x', max_tokens: 4 }),
+      });
       expect(performance.now() - s).toBeGreaterThan(4 * 50 - 10);
     } finally {
       await sim.stop();
@@ -280,7 +387,9 @@ describe('simulator: faults (names are an interface)', () => {
     const sim = await startSim(['--sim-time-factor', '0', '--sim-error-rate', '1', '--sim-error-types', 'rate_limit']);
     try {
       const client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: 'x', maxRetries: 0 });
-      await expect(client.completions.create({ model: 'Qwen/Qwen3.5-9B', prompt: 'x', max_tokens: 1 })).rejects.toMatchObject({ status: 429 });
+      await expect(
+        client.completions.create({ model: 'Qwen/Qwen3.5-9B', prompt: 'x', max_tokens: 1 }),
+      ).rejects.toMatchObject({ status: 429 });
     } finally {
       await sim.stop();
     }
@@ -291,14 +400,31 @@ describe('simulator: faults (names are an interface)', () => {
     const r = await cli(['sim', 'serve', 'Qwen/Qwen3.5-9B', '--port', String(port), '--disable-log-requests']);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('unrecognized arguments: --disable-log-requests');
-    const old = await cli(['sim', 'serve', 'Qwen/Qwen3.5-9B', '--port', String(port), '--disable-log-requests', '--sim-fault', 'port-in-use'], { env: { SPARKCTL_SIM_VLLM_VERSION: '0.11.0' } });
+    const old = await cli(
+      [
+        'sim',
+        'serve',
+        'Qwen/Qwen3.5-9B',
+        '--port',
+        String(port),
+        '--disable-log-requests',
+        '--sim-fault',
+        'port-in-use',
+      ],
+      { env: { SPARKCTL_SIM_VLLM_VERSION: '0.11.0' } },
+    );
     expect(old.stderr).not.toContain('unrecognized arguments');
   });
 
   // vLLM 0.27's shutdown (launcher.py, v1/engine/core.py): abort unless --shutdown-timeout N > 0.
   const slow = ['--sim-cold-ms', '0', '--sim-decode-ms', '100', '--sim-prefill-tps', '1000000'];
   const v025 = { env: { SPARKCTL_SIM_VLLM_VERSION: '0.25.0' } };
-  const complete = (url: string) => fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 5 }) });
+  const complete = (url: string) =>
+    fetch(`${url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'x', max_tokens: 5 }),
+    });
 
   it('SIGTERM with --shutdown-timeout drains a running request, logs mode=drain and its count, then exits 0', async () => {
     const sim = await startSim([...slow, '--shutdown-timeout', '5'], v025);
@@ -333,7 +459,9 @@ describe('simulator: faults (names are an interface)', () => {
 
   it('a vLLM without --shutdown-timeout in its table: the flag is refused, and SIGTERM logs no [shutdown] lines', async () => {
     const port = await freePort();
-    const r = await cli(['sim', 'serve', 'Qwen/Qwen3.5-9B', '--port', String(port), '--shutdown-timeout', '5'], { env: { SPARKCTL_SIM_VLLM_VERSION: '0.16.0' } });
+    const r = await cli(['sim', 'serve', 'Qwen/Qwen3.5-9B', '--port', String(port), '--shutdown-timeout', '5'], {
+      env: { SPARKCTL_SIM_VLLM_VERSION: '0.16.0' },
+    });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('unrecognized arguments: --shutdown-timeout');
     const sim = await startSim(slow, { env: { SPARKCTL_SIM_VLLM_VERSION: '0.16.0' } });

@@ -10,14 +10,21 @@ import { startSim, cli, isolated, freePort, sleep, type SimHandle } from '../hel
 
 const sleepState = async (url: string) => {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const v = (s: string) => Number(new RegExp(`vllm:engine_sleep_state\\{sleep_state="${s}"[^}]*\\} (\\S+)`).exec(text)?.[1] ?? NaN);
+  const v = (s: string) =>
+    Number(new RegExp(`vllm:engine_sleep_state\\{sleep_state="${s}"[^}]*\\} (\\S+)`).exec(text)?.[1] ?? NaN);
   return { awake: v('awake'), weights_offloaded: v('weights_offloaded'), discard_all: v('discard_all') };
 };
-const waiting = async (url: string) => Number(/vllm:num_requests_waiting\{[^}]*\} (\S+)/.exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? NaN);
-const isSleeping = async (url: string) => ((await (await fetch(`${url}/is_sleeping`)).json()) as { is_sleeping: boolean }).is_sleeping;
+const waiting = async (url: string) =>
+  Number(/vllm:num_requests_waiting\{[^}]*\} (\S+)/.exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? NaN);
+const isSleeping = async (url: string) =>
+  ((await (await fetch(`${url}/is_sleeping`)).json()) as { is_sleeping: boolean }).is_sleeping;
 const post = (url: string) => fetch(url, { method: 'POST' });
 const complete = (url: string, maxTokens = 3) =>
-  fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'hello there', max_tokens: maxTokens }) });
+  fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'hello there', max_tokens: maxTokens }),
+  });
 
 describe('simulator: sleep mode as vLLM serves it', () => {
   const sims: SimHandle[] = [];
@@ -25,7 +32,15 @@ describe('simulator: sleep mode as vLLM serves it', () => {
     await Promise.all(sims.map((s) => s.stop()));
   });
   const start = async (args: string[], env: Record<string, string> = {}) => {
-    const s = await startSim(['--sim-time-factor', '0.1', ...(args.includes('--sim-vllm-version') ? [] : ['--sim-vllm-version', '0.25.0']), ...args], { env });
+    const s = await startSim(
+      [
+        '--sim-time-factor',
+        '0.1',
+        ...(args.includes('--sim-vllm-version') ? [] : ['--sim-vllm-version', '0.25.0']),
+        ...args,
+      ],
+      { env },
+    );
     sims.push(s);
     return s;
   };
@@ -91,7 +106,12 @@ describe('simulator: sleep mode as vLLM serves it', () => {
     expect(await isSleeping(s.url)).toBe(false);
     expect(await text()).toBe('!!!!!!');
     // the collective_rpc route as vLLM's: no method is a 400, a method the worker lacks a 500
-    const rpc = (body: unknown) => fetch(`${s.url}/collective_rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const rpc = (body: unknown) =>
+      fetch(`${s.url}/collective_rpc`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const noMethod = await rpc({});
     expect(noMethod.status).toBe(400);
     expect(await noMethod.json()).toEqual({ detail: "Missing 'method' in request body" });
@@ -139,14 +159,42 @@ describe('sparkctl sleep / wake / status / probe on a served profile', () => {
   });
 
   it('serve with server.sleepMode renders --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1; sleep, status, probe, wake; a server without it is exit 2', async () => {
-    const dry = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--dry-run', '--set', 'server.sleepMode=true', '--set', 'parallel.replicas=1', '--json'], { env: t.env() });
+    const dry = await cli(
+      [
+        'serve',
+        'qwen3.5-9b',
+        '--engine',
+        'sim',
+        '--dry-run',
+        '--set',
+        'server.sleepMode=true',
+        '--set',
+        'parallel.replicas=1',
+        '--json',
+      ],
+      { env: t.env() },
+    );
     expect(dry.exitCode, dry.stderr).toBe(0);
     const plan = JSON.parse(dry.stdout).replicas[0];
     expect(plan.argv).toContain('--enable-sleep-mode');
     expect(plan.env).toMatchObject({ VLLM_SERVER_DEV_MODE: '1' });
     const t0 = Date.now();
     const s = await cli(
-      ['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'server.sleepMode=true', '--set', 'parallel.replicas=1'],
+      [
+        'serve',
+        'qwen3.5-9b',
+        '--engine',
+        'sim',
+        '--no-prewarm',
+        '--set',
+        `server.port=${port}`,
+        '--set',
+        'server.host=127.0.0.1',
+        '--set',
+        'server.sleepMode=true',
+        '--set',
+        'parallel.replicas=1',
+      ],
       {
         env: t.env(),
         timeout: 60_000,
@@ -157,7 +205,11 @@ describe('sparkctl sleep / wake / status / probe on a served profile', () => {
     const sl = await cli(['sleep', 'qwen3.5-9b', '--json'], { env: t.env() });
     expect(sl.exitCode, sl.stderr).toBe(0);
     const slept = JSON.parse(sl.stdout);
-    expect(slept).toMatchObject({ version: 1, kind: 'sleep', servers: [{ name: 'qwen3.5-9b-0', result: 'slept', level: 1 }] });
+    expect(slept).toMatchObject({
+      version: 1,
+      kind: 'sleep',
+      servers: [{ name: 'qwen3.5-9b-0', result: 'slept', level: 1 }],
+    });
     const st = JSON.parse((await cli(['status', '--json'], { env: t.env() })).stdout);
     expect(st.instances[0]).toMatchObject({ name: 'qwen3.5-9b-0', health: 'sleeping', sleep: { level: 1 } });
     // the probe: not unhealthy, no generation sent (it would wait in the queue), exit 0
@@ -169,7 +221,9 @@ describe('sparkctl sleep / wake / status / probe on a served profile', () => {
     expect(res.steps.map((x: { step: string }) => x.step)).toEqual(['live', 'sleep']);
     // the textfile: healthy, and sleeping with its level (promtool-clean where promtool is installed)
     const prom = join(t.state, 'probe.prom');
-    expect((await cli(['probe', 'qwen3.5-9b-0', '--no-history', '--prometheus', prom], { env: t.env() })).exitCode).toBe(0);
+    expect(
+      (await cli(['probe', 'qwen3.5-9b-0', '--no-history', '--prometheus', prom], { env: t.env() })).exitCode,
+    ).toBe(0);
     const text = readFileSync(prom, 'utf8');
     expect(text).toMatch(/^sparkctl_probe_sleeping\{target="qwen3\.5-9b-0",url="[^"]+"\} 1$/m);
     expect(text).toMatch(/^sparkctl_probe_sleep_level\{target="qwen3\.5-9b-0"\} 1$/m);
@@ -184,15 +238,22 @@ describe('sparkctl sleep / wake / status / probe on a served profile', () => {
     expect(w.exitCode, w.stderr).toBe(0);
     const woke = JSON.parse(w.stdout).servers[0];
     expect(woke).toMatchObject({ result: 'woke', level: 1 });
-    console.log(`sleep mode (simulator, qwen3.5-9b, sim load 0.5 s): wake from level 1 in ${woke.ms} ms; serve to ready (cold start, no prewarm) ${coldMs} ms`);
+    console.log(
+      `sleep mode (simulator, qwen3.5-9b, sim load 0.5 s): wake from level 1 in ${woke.ms} ms; serve to ready (cold start, no prewarm) ${coldMs} ms`,
+    );
     expect((await cli(['probe', 'qwen3.5-9b-0', '--json', '--no-history'], { env: t.env() })).exitCode).toBe(0);
-    expect((await cli(['probe', 'qwen3.5-9b-0', '--no-history', '--prometheus', prom], { env: t.env() })).exitCode).toBe(0);
+    expect(
+      (await cli(['probe', 'qwen3.5-9b-0', '--no-history', '--prometheus', prom], { env: t.env() })).exitCode,
+    ).toBe(0);
     const awake = readFileSync(prom, 'utf8');
     expect(awake).toMatch(/^sparkctl_probe_sleeping\{target="qwen3\.5-9b-0",url="[^"]+"\} 0$/m);
     expect(awake).not.toMatch(/^sparkctl_probe_sleep_level\{/m);
     // level 2: sparkctl wake loads the weights again (wake_up weights, collective_rpc reload_weights, wake_up kv_cache)
     expect((await cli(['sleep', 'qwen3.5-9b', '--level', '2', '--json'], { env: t.env() })).exitCode).toBe(0);
-    expect(JSON.parse((await cli(['status', '--json'], { env: t.env() })).stdout).instances[0]).toMatchObject({ health: 'sleeping', sleep: { level: 2 } });
+    expect(JSON.parse((await cli(['status', '--json'], { env: t.env() })).stdout).instances[0]).toMatchObject({
+      health: 'sleeping',
+      sleep: { level: 2 },
+    });
     const w2 = await cli(['wake', 'qwen3.5-9b', '--json'], { env: t.env() });
     expect(w2.exitCode, w2.stderr).toBe(0);
     expect(JSON.parse(w2.stdout).servers[0]).toMatchObject({ result: 'woke', level: 2 });
@@ -206,10 +267,25 @@ describe('sparkctl sleep / wake / status / probe on a served profile', () => {
     await cli(['stop', 'qwen3.5-9b'], { env: t.env() });
     expect(
       (
-        await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'], {
-          env: t.env(),
-          timeout: 60_000,
-        })
+        await cli(
+          [
+            'serve',
+            'qwen3.5-9b',
+            '--engine',
+            'sim',
+            '--no-prewarm',
+            '--set',
+            `server.port=${port}`,
+            '--set',
+            'server.host=127.0.0.1',
+            '--set',
+            'parallel.replicas=1',
+          ],
+          {
+            env: t.env(),
+            timeout: 60_000,
+          },
+        )
       ).exitCode,
     ).toBe(0);
     const no = await cli(['sleep', 'qwen3.5-9b'], { env: t.env() });

@@ -24,11 +24,30 @@ const CASES: Case[] = [
   {
     name: 'gpt-oss-120b-spark',
     nodes: 1,
-    argv: ['--quantization mxfp4', '--tool-call-parser openai', '--reasoning-parser openai_gptoss', '--kv-cache-dtype fp8'],
+    argv: [
+      '--quantization mxfp4',
+      '--tool-call-parser openai',
+      '--reasoning-parser openai_gptoss',
+      '--kv-cache-dtype fp8',
+    ],
     fixture: { dir: 'gpt-oss-120b', id: 'openai/gpt-oss-120b' },
   },
-  { name: 'nemotron-3-nano-spark', nodes: 1, argv: ['--quantization modelopt_fp4', '--tool-call-parser qwen3_coder', '--reasoning-parser nemotron_v3', '--trust-remote-code'] },
-  { name: 'qwen3.5-27b-spark', nodes: 1, argv: ['--tool-call-parser qwen3_coder', '--reasoning-parser qwen3', '--kv-cache-dtype fp8'], fixture: { dir: 'qwen3.5-27b', id: 'Qwen/Qwen3.5-27B' } },
+  {
+    name: 'nemotron-3-nano-spark',
+    nodes: 1,
+    argv: [
+      '--quantization modelopt_fp4',
+      '--tool-call-parser qwen3_coder',
+      '--reasoning-parser nemotron_v3',
+      '--trust-remote-code',
+    ],
+  },
+  {
+    name: 'qwen3.5-27b-spark',
+    nodes: 1,
+    argv: ['--tool-call-parser qwen3_coder', '--reasoning-parser qwen3', '--kv-cache-dtype fp8'],
+    fixture: { dir: 'qwen3.5-27b', id: 'Qwen/Qwen3.5-27B' },
+  },
   {
     name: 'qwen3.5-122b-nvfp4-spark',
     nodes: 1,
@@ -42,7 +61,11 @@ const CASES: Case[] = [
     argv: ['--quantization mxfp4', '--tool-call-parser openai', '--tensor-parallel-size 2', '--nnodes 2'],
     fixture: { dir: 'gpt-oss-120b', id: 'openai/gpt-oss-120b' },
   },
-  { name: 'qwen3.5-122b-fp8-2spark', nodes: 2, argv: ['--quantization fp8', '--tool-call-parser qwen3_coder', '--tensor-parallel-size 2', '--nnodes 2'] },
+  {
+    name: 'qwen3.5-122b-fp8-2spark',
+    nodes: 2,
+    argv: ['--quantization fp8', '--tool-call-parser qwen3_coder', '--tensor-parallel-size 2', '--nnodes 2'],
+  },
 ];
 
 const dir = tempDir('sparkctl-spark-profiles-');
@@ -56,11 +79,22 @@ for (const c of CASES) {
   mkdirSync(join(repo, 'refs'), { recursive: true });
   mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
   writeFileSync(join(repo, 'refs', 'main'), commit);
-  copyFileSync(join(ROOT, 'test', 'fixtures', 'models', c.fixture.dir, 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
+  copyFileSync(
+    join(ROOT, 'test', 'fixtures', 'models', c.fixture.dir, 'config.json'),
+    join(repo, 'snapshots', commit, 'config.json'),
+  );
 }
 const nodes = join(dir, 'sparks.yaml');
-writeFileSync(nodes, 'head: { name: spark1, address: 10.0.0.1, gpus: 1, interface: enp1s0f0np0 }\nworkers:\n  - { name: spark2, address: 10.0.0.2, gpus: 1, interface: enp1s0f0np0 }\n');
-const env = (cache: string) => ({ HF_HUB_CACHE: cache, HF_HOME: join(dir, 'hf-home'), SPARKCTL_STATE_DIR: join(dir, 'state'), PATH: '/usr/bin:/bin' });
+writeFileSync(
+  nodes,
+  'head: { name: spark1, address: 10.0.0.1, gpus: 1, interface: enp1s0f0np0 }\nworkers:\n  - { name: spark2, address: 10.0.0.2, gpus: 1, interface: enp1s0f0np0 }\n',
+);
+const env = (cache: string) => ({
+  HF_HUB_CACHE: cache,
+  HF_HOME: join(dir, 'hf-home'),
+  SPARKCTL_STATE_DIR: join(dir, 'state'),
+  PATH: '/usr/bin:/bin',
+});
 const run = (args: string[], cache = emptyHub) => cli(args, { env: env(cache) });
 const where = (c: Case) => (c.nodes === 2 ? ['--nodes', nodes] : ['--platform', 'dgx-spark-gb10']);
 afterAll(() => rmrf(dir));
@@ -70,14 +104,21 @@ describe('the Spark profiles shipped', { timeout: 120_000 }, () => {
     const kinds = new Set<string>();
     for (const c of CASES) {
       const text = readFileSync(join(ROOT, 'profiles', `${c.name}.yaml`), 'utf8');
-      const p = yaml.load(text) as { platform: string; engine: { quantization?: string; gpuMemoryUtilization: number }; parallel: { nodes?: number } };
+      const p = yaml.load(text) as {
+        platform: string;
+        engine: { quantization?: string; gpuMemoryUtilization: number };
+        parallel: { nodes?: number };
+      };
       expect(p.platform, c.name).toBe('dgx-spark-gb10');
       expect(p.parallel.nodes ?? 1, c.name).toBe(c.nodes);
       // sparkctl's own co-location rule caps a Spark's servers at 0.8 of the unified memory
       expect(p.engine.gpuMemoryUtilization, c.name).toBeLessThanOrEqual(0.8);
       // a public source named in the file's comments, and every fixture path it names exists
-      expect(text, c.name).toMatch(/spark-arena\/recipe-registry|eugr\/spark-vllm-docker|NVIDIA\/dgx-spark-playbooks|nvcr\.io/);
-      for (const m of text.matchAll(/test\/fixtures\/[\w./-]+/g)) expect(existsSync(join(ROOT, m[0].replace(/[.)]+$/, ''))), `${c.name}: ${m[0]}`).toBe(true);
+      expect(text, c.name).toMatch(
+        /spark-arena\/recipe-registry|eugr\/spark-vllm-docker|NVIDIA\/dgx-spark-playbooks|nvcr\.io/,
+      );
+      for (const m of text.matchAll(/test\/fixtures\/[\w./-]+/g))
+        expect(existsSync(join(ROOT, m[0].replace(/[.)]+$/, ''))), `${c.name}: ${m[0]}`).toBe(true);
       if (p.engine.quantization) kinds.add(p.engine.quantization);
       kinds.add(`nodes:${c.nodes}`);
     }
@@ -111,7 +152,10 @@ describe('the Spark profiles shipped', { timeout: 120_000 }, () => {
       expect(oneLine).toContain(`vllm serve`);
       for (const a of c.argv) expect(oneLine, a).toContain(a);
       // serve says what a Spark's unified memory leaves to the OS (issue 48 item 10)
-      if (c.nodes === 1) expect(dry.stderr).toMatch(/unified memory: vLLM takes 0\.\d+ x 119\.0 GiB = [\d.]+ GiB; [\d.]+ GiB is left to the OS/);
+      if (c.nodes === 1)
+        expect(dry.stderr).toMatch(
+          /unified memory: vLLM takes 0\.\d+ x 119\.0 GiB = [\d.]+ GiB; [\d.]+ GiB is left to the OS/,
+        );
     });
   }
 

@@ -32,14 +32,27 @@ const t = isolated({ prefix: 'sparkctl-start-report-', per: 'suite', env: { SPAR
 describe('the start report', () => {
   it('serve --json, status --json and cache ls agree on one start', async () => {
     const port = await freePort();
-    const sets = ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--set', 'engine.enforceEager=false'];
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--skip-preflight', ...sets, '--json'], { env: t.env(), timeout: 90_000 });
+    const sets = [
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=1',
+      '--set',
+      'engine.enforceEager=false',
+    ];
+    const r = await cli(
+      ['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--skip-preflight', ...sets, '--json'],
+      { env: t.env(), timeout: 90_000 },
+    );
     try {
       expect(r.exitCode, r.stdout + r.stderr).toBe(0);
       const start = JSON.parse(r.stdout).replicas[0].start;
       const ids = start.phases.map((p: { id: string }) => p.id);
       // the simulator logs the load, the KV cache, the engine and the API lines as vLLM does
-      for (const id of ['process', 'files', 'weights', 'kv-cache', 'engine', 'api', 'first-token']) expect(ids).toContain(id);
+      for (const id of ['process', 'files', 'weights', 'kv-cache', 'engine', 'api', 'first-token'])
+        expect(ids).toContain(id);
       const at = Object.fromEntries(start.phases.map((p: { id: string; atMs: number }) => [p.id, p.atMs]));
       expect(at.process).toBeLessThanOrEqual(at.weights);
       expect(at.weights).toBeLessThanOrEqual(at.api);
@@ -55,7 +68,10 @@ describe('the start report', () => {
       expect(ls.entries[0].profile).toBe('qwen3.5-9b');
       // the simulator compiles as vLLM does (VLLM_CACHE_ROOT in sparkctl's folder): a miss, then the restart's hit
       expect(start.compile.cache).toBe('miss');
-      const again = await cli(['restart', 'qwen3.5-9b', '--no-prewarm', '--skip-preflight', '--json'], { env: t.env(), timeout: 90_000 });
+      const again = await cli(['restart', 'qwen3.5-9b', '--no-prewarm', '--skip-preflight', '--json'], {
+        env: t.env(),
+        timeout: 90_000,
+      });
       expect(again.exitCode, again.stdout + again.stderr).toBe(0);
       const second = JSON.parse(again.stdout).replicas[0].start;
       expect(second.compile.cache).toBe('hit');
@@ -73,29 +89,41 @@ describe('the start report', () => {
         expect(ids(sim).filter((id) => shared.includes(id))).toEqual(shared);
         expect(sim.compile.cache).toBe(r.compile?.cache);
       }
-      const took = (x: { compile?: { seconds?: number; clockSeconds?: number } }) => x.compile?.seconds ?? x.compile?.clockSeconds ?? NaN;
+      const took = (x: { compile?: { seconds?: number; clockSeconds?: number } }) =>
+        x.compile?.seconds ?? x.compile?.clockSeconds ?? NaN;
       expect(took(real[1]!) / took(real[0]!)).toBeLessThan(0.6);
       expect(took(second) / took(start)).toBeLessThan(0.6);
       expect(second.compile.evidence).toMatch(/^Directly load the compiled graph\(s\) for compile range/);
       expect(second.caches).toEqual({ dir: start.caches.dir, warm: true });
       // the probe: the last start in its history line and, as gauges, in its textfile (promtool-checked)
       const prom = join(t.state, 'probe.prom');
-      expect((await cli(['probe', 'qwen3.5-9b', '--prometheus', prom], { env: t.env(), timeout: 60_000 })).exitCode).toBe(0);
+      expect(
+        (await cli(['probe', 'qwen3.5-9b', '--prometheus', prom], { env: t.env(), timeout: 60_000 })).exitCode,
+      ).toBe(0);
       const text = readFileSync(prom, 'utf8');
       const check = await execa('promtool', ['check', 'metrics'], { input: text, reject: false });
       expect(check.exitCode, check.stdout + check.stderr).toBe(0);
       const inst = JSON.parse((await cli(['status', '--json'], { env: t.env() })).stdout).instances[0];
-      const gauge = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1]);
+      const gauge = (name: string, labels: string) =>
+        Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1]);
       const target = `target="${inst.name}"`;
-      for (const p of second.phases) expect(gauge('sparkctl_start_phase_seconds', `${target},phase="${p.id}"`), p.id).toBe(Math.round(p.atMs) / 1000);
+      for (const p of second.phases)
+        expect(gauge('sparkctl_start_phase_seconds', `${target},phase="${p.id}"`), p.id).toBe(
+          Math.round(p.atMs) / 1000,
+        );
       expect(gauge('sparkctl_start_ready_seconds', target)).toBe(Math.round(second.readyMs) / 1000);
       expect(gauge('sparkctl_start_first_token_seconds', target)).toBe(Math.round(second.firstTokenMs) / 1000);
       expect(gauge('sparkctl_start_compile_cache', `${target},cache="hit"`)).toBe(1);
       expect(gauge('sparkctl_start_compile_cache', `${target},cache="miss"`)).toBe(0);
       // launched when status says it came up (its uptime, whole seconds)
-      expect(Math.abs(gauge('sparkctl_start_launch_timestamp_seconds', target) - (Date.now() / 1000 - inst.uptimeSeconds))).toBeLessThan(5);
+      expect(
+        Math.abs(gauge('sparkctl_start_launch_timestamp_seconds', target) - (Date.now() / 1000 - inst.uptimeSeconds)),
+      ).toBeLessThan(5);
       // report: the starts over time from the history the probes wrote (one probe before, one after a restart)
-      const third = await cli(['restart', 'qwen3.5-9b', '--no-prewarm', '--skip-preflight', '--json'], { env: t.env(), timeout: 90_000 });
+      const third = await cli(['restart', 'qwen3.5-9b', '--no-prewarm', '--skip-preflight', '--json'], {
+        env: t.env(),
+        timeout: 90_000,
+      });
       expect(third.exitCode, third.stderr).toBe(0);
       expect((await cli(['probe', 'qwen3.5-9b'], { env: t.env(), timeout: 60_000 })).exitCode).toBe(0);
       const rep = JSON.parse((await cli(['report', 'qwen3.5-9b', '--json'], { env: t.env() })).stdout);

@@ -4,11 +4,28 @@ import { describe, it, expect, beforeEach } from 'vitest';
 import { cli, isolated, freePort, portOpen, streamCompletion } from '../helpers.js';
 
 let port: number;
-const t = isolated({ prefix: 'sparkctl-drain-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' }, stopArgs: ['--grace', '1'] });
+const t = isolated({
+  prefix: 'sparkctl-drain-',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' },
+  stopArgs: ['--grace', '1'],
+});
 const env = t.env;
 const serve = (sets: string[]) =>
   cli(
-    ['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', ...sets.flatMap((s) => ['--set', s])],
+    [
+      'serve',
+      'qwen3.5-9b',
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=1',
+      ...sets.flatMap((s) => ['--set', s]),
+    ],
     {
       env: env(),
     },
@@ -37,9 +54,20 @@ describe('stop drains, aborts or cuts off, and says which from evidence', { time
     const took = performance.now() - t0;
     expect(stop.exitCode, stop.stderr).toBe(0);
     const o = JSON.parse(stop.stdout).stopped[0];
-    expect(o).toMatchObject({ result: 'stopped', requests: { kind: 'drained', count: 1 }, graceMs: 35_000, portFree: true, removed: true });
+    expect(o).toMatchObject({
+      result: 'stopped',
+      requests: { kind: 'drained', count: 1 },
+      graceMs: 35_000,
+      portFree: true,
+      removed: true,
+    });
     expect(o.inFlightBefore).toBe(1);
-    expect(o.evidence).toEqual(expect.arrayContaining([expect.stringContaining('mode=drain timeout=20s'), expect.stringContaining('draining in-flight requests count=1')]));
+    expect(o.evidence).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('mode=drain timeout=20s'),
+        expect.stringContaining('draining in-flight requests count=1'),
+      ]),
+    );
     const end = await s.ended;
     expect(end).toMatchObject({ finish: 'length', done: true });
     expect(end.tokens).toBeGreaterThanOrEqual(LONG);
@@ -53,7 +81,9 @@ describe('stop drains, aborts or cuts off, and says which from evidence', { time
     const s = await stream(ENDLESS);
     const stop = await cli(['stop', 'qwen3.5-9b'], { env: env() });
     expect(stop.exitCode, stop.stderr).toBe(0);
-    expect(stop.stdout).toMatch(/qwen3\.5-9b-0: stopped \(SIGTERM\) in [\d.]+ s: aborted 1 in-flight request \(vLLM aborts on SIGTERM unless .*shutdownTimeoutSeconds\); port free/);
+    expect(stop.stdout).toMatch(
+      /qwen3\.5-9b-0: stopped \(SIGTERM\) in [\d.]+ s: aborted 1 in-flight request \(vLLM aborts on SIGTERM unless .*shutdownTimeoutSeconds\); port free/,
+    );
     const end = await s.ended;
     expect(end.finish).toBeUndefined();
     expect(end.done).toBe(false);
@@ -65,7 +95,9 @@ describe('stop drains, aborts or cuts off, and says which from evidence', { time
     const s = await stream(ENDLESS);
     const stop = await cli(['stop', 'qwen3.5-9b', '--grace', '1'], { env: env() });
     expect(stop.exitCode, stop.stderr).toBe(0);
-    expect(stop.stdout).toMatch(/qwen3\.5-9b-0: did not stop within 1\.0 s: killed \(SIGKILL\): SIGKILL cut off 1 in-flight request; port free/);
+    expect(stop.stdout).toMatch(
+      /qwen3\.5-9b-0: did not stop within 1\.0 s: killed \(SIGKILL\): SIGKILL cut off 1 in-flight request; port free/,
+    );
     expect(stop.stdout).not.toContain('drained');
     expect((await s.ended).done).toBe(false);
   });
@@ -76,7 +108,9 @@ describe('stop drains, aborts or cuts off, and says which from evidence', { time
     const s = await stream(ENDLESS);
     const stop = await cli(['stop', 'qwen3.5-9b'], { env: env() });
     expect(stop.exitCode, stop.stderr).toBe(0);
-    expect(stop.stdout).toMatch(/stopped \(SIGTERM\) in [\d.]+ s: 1 request was in flight; vLLM logged no shutdown mode, so how it ended is not known; port free/);
+    expect(stop.stdout).toMatch(
+      /stopped \(SIGTERM\) in [\d.]+ s: 1 request was in flight; vLLM logged no shutdown mode, so how it ended is not known; port free/,
+    );
     expect(stop.stderr).toContain('SIGKILL after 30 s');
     await s.ended;
   });

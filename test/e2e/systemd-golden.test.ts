@@ -8,14 +8,42 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, BIN, FIXTURES } from '../helpers.js';
 
-const IMAGE = ['--set', 'container.hfCache=/srv/hf', '--set', 'container.image=vllm/vllm-openai:v0.11.0', '--set', 'engine.vllmVersion=0.11.0'];
+const IMAGE = [
+  '--set',
+  'container.hfCache=/srv/hf',
+  '--set',
+  'container.image=vllm/vllm-openai:v0.11.0',
+  '--set',
+  'engine.vllmVersion=0.11.0',
+];
 const CASES: Array<[string, string[]]> = [
   ['host', ['qwen3.5-9b']],
   ['host-api-key', ['qwen-prod']],
   ['host-router-user', ['qwen3.5-9b', '--user', 'svc', '--set', 'router.enabled=true', '--set', 'parallel.replicas=2']],
-  ['podman-2-replicas', ['qwen3.5-9b', '--runtime', 'container', '--set', 'container.cli=podman', '--set', 'parallel.replicas=2', ...IMAGE]],
-  ['docker-api-key-user', ['qwen-prod', '--runtime', 'container', '--set', 'container.cli=docker', '--user', 'svc', ...IMAGE]],
-  ['quadlet-router', ['qwen3.5-9b', '--runtime', 'container', '--quadlet', '--set', 'container.cli=podman', '--set', 'router.enabled=true', '--set', 'parallel.replicas=2', ...IMAGE]],
+  [
+    'podman-2-replicas',
+    ['qwen3.5-9b', '--runtime', 'container', '--set', 'container.cli=podman', '--set', 'parallel.replicas=2', ...IMAGE],
+  ],
+  [
+    'docker-api-key-user',
+    ['qwen-prod', '--runtime', 'container', '--set', 'container.cli=docker', '--user', 'svc', ...IMAGE],
+  ],
+  [
+    'quadlet-router',
+    [
+      'qwen3.5-9b',
+      '--runtime',
+      'container',
+      '--quadlet',
+      '--set',
+      'container.cli=podman',
+      '--set',
+      'router.enabled=true',
+      '--set',
+      'parallel.replicas=2',
+      ...IMAGE,
+    ],
+  ],
 ];
 
 const placeholders = (s: string) => s.split(process.execPath).join('<node>').split(BIN).join('<sparkctl>');

@@ -10,10 +10,17 @@ import { BIN, cli, tempDir } from '../helpers.js';
 describe('sparkctl systemd --watch', { timeout: 60_000 }, () => {
   it('renders one unit that systemd-analyze accepts, running watch --all', async () => {
     const prom = '/var/lib/node_exporter/textfile collector/sparkctl-watch.prom';
-    const r = await cli(['systemd', '--watch', '--prometheus', prom, '--user', 'svc_llm'], { env: { SPARKCTL_ALERT_WEBHOOK: 'https://hooks.example/secret-token' } });
+    const r = await cli(['systemd', '--watch', '--prometheus', prom, '--user', 'svc_llm'], {
+      env: { SPARKCTL_ALERT_WEBHOOK: 'https://hooks.example/secret-token' },
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     const unit = r.stdout;
-    expect(unit).toContain(`ExecStart="${process.execPath}" "${BIN}" "watch" "--all" "--prometheus" "${prom}"`.replace(/"([^" ]+)"/g, (m, v: string) => (/^[\w/.:-]+$/.test(v) ? v : m)));
+    expect(unit).toContain(
+      `ExecStart="${process.execPath}" "${BIN}" "watch" "--all" "--prometheus" "${prom}"`.replace(
+        /"([^" ]+)"/g,
+        (m, v: string) => (/^[\w/.:-]+$/.test(v) ? v : m),
+      ),
+    );
     expect(unit).toMatch(/^KillMode=process$/m);
     expect(unit).toMatch(/^Restart=always$/m);
     expect(unit).toMatch(/^User=svc_llm$/m);

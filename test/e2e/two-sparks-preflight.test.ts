@@ -38,13 +38,22 @@ describe('preflight --nodes of a model id on two Sparks', { timeout: 60_000 }, (
     const env = { ...cl.env, HF_HUB_CACHE: hub, SPARKCTL_STATE_DIR: join(dir, 'state'), SPARKCTL_TEST_CASE: marker };
     const r = await cli(['preflight', '--nodes', cl.nodesFile, '--profile', 'openai/gpt-oss-120b', '--json'], { env });
     const j = JSON.parse(r.stdout);
-    expect(j.nodes.map((n: { node: string; reached: boolean; error?: string }) => `${n.node}:${n.reached}${n.error ? ` ${n.error}` : ''}`)).toEqual(['n0:true', 'n1:true']);
-    expect(j.nodes.map((n: { report?: { platform?: string } }) => JSON.stringify(n).includes('dgx-spark-gb10'))).toEqual([true, true]);
+    expect(
+      j.nodes.map(
+        (n: { node: string; reached: boolean; error?: string }) =>
+          `${n.node}:${n.reached}${n.error ? ` ${n.error}` : ''}`,
+      ),
+    ).toEqual(['n0:true', 'n1:true']);
+    expect(
+      j.nodes.map((n: { report?: { platform?: string } }) => JSON.stringify(n).includes('dgx-spark-gb10')),
+    ).toEqual([true, true]);
     const cross = Object.fromEntries(j.cross.map((x: { id: string }) => [x.id, x]));
     // TP 2 over one GB10 each: the generated profile's GPUs, counted across the nodes
     expect(cross['nodes.gpus']).toMatchObject({ status: 'pass', observed: '2 GPUs over 2 nodes (needs 2)' });
     const text = await cli(['preflight', '--nodes', cl.nodesFile, '--profile', 'openai/gpt-oss-120b'], { env });
-    expect(text.stderr).toContain("each node's own preflight runs for platform dgx-spark-gb10, without a profile: openai/gpt-oss-120b has none of its own");
+    expect(text.stderr).toContain(
+      "each node's own preflight runs for platform dgx-spark-gb10, without a profile: openai/gpt-oss-120b has none of its own",
+    );
     expect(text.stdout).not.toContain('unreachable');
   });
 
@@ -56,15 +65,34 @@ describe('preflight --nodes of a model id on two Sparks', { timeout: 60_000 }, (
       join(pdir, 'oss-rel.yaml'),
       'name: oss-rel\nplatform: dgx-spark-gb10\nmodel: { path: weights/oss, parameters: 1.2e11, layers: 36, attentionHeads: 64, kvHeads: 8, headDim: 64, maxContext: 131072 }\nengine: { gpuMemoryUtilization: 0.8 }\nparallel: { tensor: 2, nodes: 2 }\n',
     );
-    const r = await cli(['preflight', '--nodes', cl.nodesFile, '--profile', 'oss-rel', '--profiles', pdir, '--json'], { env, cwd: dir });
+    const r = await cli(['preflight', '--nodes', cl.nodesFile, '--profile', 'oss-rel', '--profiles', pdir, '--json'], {
+      env,
+      cwd: dir,
+    });
     const cross = Object.fromEntries(JSON.parse(r.stdout).cross.map((x: { id: string }) => [x.id, x]));
-    expect(cross['nodes.model-path']).toMatchObject({ status: 'fail', observed: `${join(dir, 'weights', 'oss')}/config.json missing on n0, n1` });
+    expect(cross['nodes.model-path']).toMatchObject({
+      status: 'fail',
+      observed: `${join(dir, 'weights', 'oss')}/config.json missing on n0, n1`,
+    });
   });
 
   it("serve MODEL --nodes: every rank reads the model from this host's cache path (HF_HUB_CACHE sent to each node)", async () => {
     const env = { ...cl.env, HF_HUB_CACHE: hub, SPARKCTL_STATE_DIR: join(dir, 'state'), SPARKCTL_TEST_CASE: marker };
     const port = await freePort();
-    const r = await cli(['serve', 'openai/gpt-oss-120b', '--nodes', cl.nodesFile, '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`], { env, timeout: 90_000 });
+    const r = await cli(
+      [
+        'serve',
+        'openai/gpt-oss-120b',
+        '--nodes',
+        cl.nodesFile,
+        '--engine',
+        'sim',
+        '--no-prewarm',
+        '--set',
+        `server.port=${port}`,
+      ],
+      { env, timeout: 90_000 },
+    );
     try {
       expect(r.exitCode, r.stderr + r.stdout).toBe(0);
       for (const rank of [0, 1]) {

@@ -15,7 +15,10 @@ const dir = tempDir('sparkctl-2sparks-');
 const hub = join(dir, 'hub');
 cachedConfig(hub, 'openai/gpt-oss-120b', 'gpt-oss-120b');
 const nodes = join(dir, 'sparks.yaml');
-writeFileSync(nodes, 'head: { name: spark1, address: 10.0.0.1, gpus: 1, interface: enp1s0f0np0 }\nworkers:\n  - { name: spark2, address: 10.0.0.2, gpus: 1, interface: enp1s0f0np0 }\n');
+writeFileSync(
+  nodes,
+  'head: { name: spark1, address: 10.0.0.1, gpus: 1, interface: enp1s0f0np0 }\nworkers:\n  - { name: spark2, address: 10.0.0.2, gpus: 1, interface: enp1s0f0np0 }\n',
+);
 const env = { HF_HUB_CACHE: hub, HF_HOME: join(dir, 'hf-home'), SPARKCTL_STATE_DIR: join(dir, 'state') };
 const run = (args: string[], extra: Record<string, string> = {}) => cli(args, { env: { ...env, ...extra } });
 afterAll(() => rmrf(dir));
@@ -25,7 +28,13 @@ describe('two Sparks from a model id', { timeout: 120_000 }, () => {
     const r = await run(['serve', 'openai/gpt-oss-120b', '--nodes', nodes, '--dry-run', '--json']);
     expect(r.exitCode, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(j).toMatchObject({ kind: 'multinode-plan', profile: 'gpt-oss-120b', executor: 'native', gpusNeeded: 2, gpusInCluster: 2 });
+    expect(j).toMatchObject({
+      kind: 'multinode-plan',
+      profile: 'gpt-oss-120b',
+      executor: 'native',
+      gpusNeeded: 2,
+      gpusInCluster: 2,
+    });
     const argv = j.steps.flatMap((s: { argv: string[][] }) => s.argv.flat()).join(' ');
     expect(argv).toContain('--tensor-parallel-size 2');
     expect(argv).toContain('--nnodes 2');
@@ -49,7 +58,14 @@ describe('two Sparks from a model id', { timeout: 120_000 }, () => {
     expect(r.stdout).toMatch(/fits\s+yes/);
     expect(r.stderr).toContain('planned as platform dgx-spark-gb10');
     // without --nodes, one Spark: the fix names the nodes form, not "with Ray"
-    const one = await run(['plan', 'openai/gpt-oss-120b', '--platform', 'dgx-spark-gb10', '--set', 'parallel.tensor=2']);
+    const one = await run([
+      'plan',
+      'openai/gpt-oss-120b',
+      '--platform',
+      'dgx-spark-gb10',
+      '--set',
+      'parallel.tensor=2',
+    ]);
     expect(one.stdout + one.stderr).not.toContain('with Ray');
   });
 
@@ -58,8 +74,21 @@ describe('two Sparks from a model id', { timeout: 120_000 }, () => {
     mkdirSync(join(dir, 'profiles'), { recursive: true });
     const r = await run(['profiles', 'init', 'openai/gpt-oss-120b', '--nodes', nodes, '--out', out]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(yaml.load(readFileSync(out, 'utf8'))).toMatchObject({ platform: 'dgx-spark-gb10', engine: { gpuMemoryUtilization: 0.8 }, parallel: { tensor: 2, nodes: 2, executor: 'mp' } });
-    const s = await run(['serve', 'oss-2x', '--profiles', join(dir, 'profiles'), '--nodes', nodes, '--dry-run', '--json']);
+    expect(yaml.load(readFileSync(out, 'utf8'))).toMatchObject({
+      platform: 'dgx-spark-gb10',
+      engine: { gpuMemoryUtilization: 0.8 },
+      parallel: { tensor: 2, nodes: 2, executor: 'mp' },
+    });
+    const s = await run([
+      'serve',
+      'oss-2x',
+      '--profiles',
+      join(dir, 'profiles'),
+      '--nodes',
+      nodes,
+      '--dry-run',
+      '--json',
+    ]);
     expect(s.exitCode, s.stderr).toBe(0);
     expect(JSON.parse(s.stdout)).toMatchObject({ executor: 'native', gpusNeeded: 2 });
   });

@@ -29,7 +29,14 @@ describe('an unknown verb is exit 2 with the nearest verb, --help or not', () =>
   });
 
   it('real verbs, their sub-verbs and help still answer 0', async () => {
-    for (const argv of [['--help'], ['help', 'serve'], ['serve', '--help'], ['profiles', 'import', '--help'], ['gateway', '--help'], ['--verbose', 'status', '--help']]) {
+    for (const argv of [
+      ['--help'],
+      ['help', 'serve'],
+      ['serve', '--help'],
+      ['profiles', 'import', '--help'],
+      ['gateway', '--help'],
+      ['--verbose', 'status', '--help'],
+    ]) {
       const r = await runMain(argv);
       expect(r.exitCode, `${argv.join(' ')}: ${r.stderr}`).toBe(0);
       expect(r.stdout).toMatch(/Usage: sparkctl/);

@@ -30,30 +30,63 @@ function servers(): Record<string, number[]> {
 describe('upgrade --canary-gpus (simulator, the canary beside the replica)', () => {
   it('the canary runs on the GPUs asked for, is compared and undone; bad lists are exit 2 with the fix', async () => {
     const port = await freePortRange(2);
-    const sets = ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--set', 'prewarm.maxRounds=2', '--set', 'prewarm.promptTokens=[64]'];
-    const served = await cli(['serve', P, '--engine', 'sim', '--no-prewarm', ...sets], { env: t.env(), timeout: 60_000 });
+    const sets = [
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      'parallel.replicas=1',
+      '--set',
+      'prewarm.maxRounds=2',
+      '--set',
+      'prewarm.promptTokens=[64]',
+    ];
+    const served = await cli(['serve', P, '--engine', 'sim', '--no-prewarm', ...sets], {
+      env: t.env(),
+      timeout: 60_000,
+    });
     expect(served.exitCode, served.stderr).toBe(0);
     expect(servers()).toEqual({ [`${P}-0`]: [0, 1] });
 
-    const gaps = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', '4,6'], { env: t.env(), timeout: 30_000 });
+    const gaps = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', '4,6'], {
+      env: t.env(),
+      timeout: 30_000,
+    });
     expect(gaps.exitCode).toBe(2);
     expect(gaps.stderr).toMatch(/--canary-gpus: 4,6 is not a contiguous run of GPUs/);
-    const count = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', '4'], { env: t.env(), timeout: 30_000 });
+    const count = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', '4'], {
+      env: t.env(),
+      timeout: 30_000,
+    });
     expect(count.exitCode).toBe(2);
     expect(count.stderr).toMatch(/--canary-gpus: 4 is 1 GPU\(s\); one replica of qwen3\.5-9b uses 2/);
     expect(count.stderr).toMatch(/--canary-gpus 4,5/);
-    const junk = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', 'all'], { env: t.env(), timeout: 30_000 });
+    const junk = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', 'all'], {
+      env: t.env(),
+      timeout: 30_000,
+    });
     expect(junk.exitCode).toBe(2);
     expect(junk.stderr).toMatch(/"all" is not a list of GPU indices/);
 
-    const dry = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', '4,5', '--dry-run'], { env: t.env(), timeout: 30_000 });
+    const dry = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', '4,5', '--dry-run'], {
+      env: t.env(),
+      timeout: 30_000,
+    });
     expect(dry.exitCode, dry.stderr).toBe(0);
     expect(dry.stdout).toMatch(/canary: beside the replicas as qwen3\.5-9b-canary on a free port, on GPU 4,5/);
 
-    const r = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', '4,5', '--no-roll', '--json'], { env: t.env(), timeout: 120_000 });
+    const r = await cli(['upgrade', P, '--vllm', '0.17.1', '--canary-gpus', '4,5', '--no-roll', '--json'], {
+      env: t.env(),
+      timeout: 120_000,
+    });
     expect(r.exitCode, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(out).toMatchObject({ status: 'compared', where: 'beside', canary: { replica: `${P}-canary-0`, gpus: [4, 5] } });
+    expect(out).toMatchObject({
+      status: 'compared',
+      where: 'beside',
+      canary: { replica: `${P}-canary-0`, gpus: [4, 5] },
+    });
     expect(out.canary.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // the canary is gone, the replica as it was
     expect(servers()).toEqual({ [`${P}-0`]: [0, 1] });

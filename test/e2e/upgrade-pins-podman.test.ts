@@ -76,102 +76,172 @@ if (regWhy && !why) console.warn(`upgrade pulls the candidate from a registry: s
 /** the candidate's repository in the suite's registry (host:port set once it runs) */
 let remoteRepo = '';
 
-describe.skipIf(why !== undefined)('serve pins the image by default (real podman, the simulator image)', { timeout: 480_000 }, () => {
-  suite.hooks();
-  afterAll(async () => {
-    for (const ref of [serveRepo, remoteRepo].filter(Boolean)) {
-      const ls = await suite.podman(['images', '--format', '{{.ID}}', '--filter', `reference=${ref}`]);
-      for (const id of new Set(ls.stdout.split('\n').filter(Boolean))) await suite.podman(['rmi', '-f', id]);
-    }
-  });
-  const run = (args: string[]) => cli(args, { stateDir: suite.stateDir, env: suite.env, timeout: 120_000 });
-  /** the image ID the running replica's container was created from (podman's own answer) */
-  const runningImage = async (name: string) => {
-    const st = JSON.parse((await run(['status', '--json'])).stdout);
-    const inst = st.instances.find((i: { name: string }) => i.name === `${name}-0`);
-    expect(inst?.alive, JSON.stringify(st)).toBe(true);
-    return (await suite.podman(['inspect', '--format', '{{.Image}}', inst.container.id])).stdout.trim().replace(/^sha256:/, '');
-  };
+describe.skipIf(why !== undefined)(
+  'serve pins the image by default (real podman, the simulator image)',
+  { timeout: 480_000 },
+  () => {
+    suite.hooks();
+    afterAll(async () => {
+      for (const ref of [serveRepo, remoteRepo].filter(Boolean)) {
+        const ls = await suite.podman(['images', '--format', '{{.ID}}', '--filter', `reference=${ref}`]);
+        for (const id of new Set(ls.stdout.split('\n').filter(Boolean))) await suite.podman(['rmi', '-f', id]);
+      }
+    });
+    const run = (args: string[]) => cli(args, { stateDir: suite.stateDir, env: suite.env, timeout: 120_000 });
+    /** the image ID the running replica's container was created from (podman's own answer) */
+    const runningImage = async (name: string) => {
+      const st = JSON.parse((await run(['status', '--json'])).stdout);
+      const inst = st.instances.find((i: { name: string }) => i.name === `${name}-0`);
+      expect(inst?.alive, JSON.stringify(st)).toBe(true);
+      return (await suite.podman(['inspect', '--format', '{{.Image}}', inst.container.id])).stdout
+        .trim()
+        .replace(/^sha256:/, '');
+    };
 
-  it('first serve pins the tag; the tag moves; restart keeps the pinned image and says so; --repin takes the new one', async () => {
-    const tag = `${serveRepo}:prod`;
-    const idA = (await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=a'], tag)).replace(/^sha256:/, '');
-    const port = await freePort();
-    const name = `pin-${process.pid}`;
-    const dir = join(suite.work, 'profiles');
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(
-      join(dir, `${name}.yaml`),
-      JSON.stringify({
+    it('first serve pins the tag; the tag moves; restart keeps the pinned image and says so; --repin takes the new one', async () => {
+      const tag = `${serveRepo}:prod`;
+      const idA = (
+        await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=a'], tag)
+      ).replace(/^sha256:/, '');
+      const port = await freePort();
+      const name = `pin-${process.pid}`;
+      const dir = join(suite.work, 'profiles');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(
+        join(dir, `${name}.yaml`),
+        JSON.stringify({
+          name,
+          model: {
+            id: 'Qwen/Qwen3.5-9B',
+            parameters: 9e9,
+            layers: 32,
+            kvHeads: 4,
+            headDim: 256,
+            attentionHeads: 16,
+            hiddenSize: 4096,
+            weightBytesPerParam: 2,
+            maxContext: 32768,
+          },
+          engine: { vllmVersion: '0.25.0', runtime: 'container', maxModelLen: 4096 },
+          server: { host: '127.0.0.1', port, shutdownTimeoutSeconds: 5 },
+          container: {
+            cli: 'podman',
+            image: tag,
+            cliArgs: PODMAN,
+            network: 'host',
+            ulimits: {},
+            hfCache: join(suite.work, 'no-hf-cache'),
+          },
+          // the operator's choice: the pin also in NAME.lock.json beside this file
+          pinnedIn: 'lockfile',
+        }),
+      );
+      const serve = (extra: string[] = []) =>
+        run([
+          'serve',
+          name,
+          '--profiles',
+          dir,
+          '--engine',
+          'sim',
+          '--no-prewarm',
+          '--sim-load-seconds',
+          '0.3',
+          ...extra,
+        ]);
+      const pins = () => JSON.parse(readFileSync(join(suite.stateDir, 'pins', `${name}.json`), 'utf8'));
+      const lockPath = join(dir, `${name}.lock.json`);
+      const lock = () => JSON.parse(readFileSync(lockPath, 'utf8'));
+
+      const first = await serve();
+      expect(first.exitCode, first.stderr + first.stdout).toBe(0);
+      expect(first.stderr).toMatch(
+        new RegExp(`image ${tag}: pinned to ${serveRepo}@sha256:[a-f0-9]{64} \\(its repository digest\\)`),
+      );
+      expect(pins().current).toMatchObject({
+        image: tag,
+        imageId: idA,
+        imagePinned: expect.stringMatching(/@sha256:/),
+      });
+      expect(await runningImage(name)).toBe(idA);
+      // pinnedIn: lockfile: the same pin beside the profile, saying who writes it
+      expect(lock()).toMatchObject({
+        generatedBy: expect.stringMatching(/^sparkctl: /),
+        current: pins().current,
+        previous: [],
+      });
+
+      // the tag moves to another image
+      const idB = (
+        await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=b'], tag)
+      ).replace(/^sha256:/, '');
+      expect(idB).not.toBe(idA);
+      const dry = await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--dry-run', '--json']);
+      const plan = JSON.parse(dry.stdout);
+      expect(plan.replicas[0].container.argv).toContain(pins().current.imagePinned);
+      expect(plan.replicas[0].container.argv).not.toContain(tag);
+      expect(plan.warnings.join('\n')).toMatch(
+        new RegExp(`the tag ${tag} moved: it now names image ${idB.slice(0, 12)}, not the pinned ${idA.slice(0, 12)}`),
+      );
+
+      const again = await run(['restart', name]);
+      expect(again.exitCode, again.stderr + again.stdout).toBe(0);
+      expect(again.stderr).toMatch(/the tag \S+:prod moved/);
+      expect(await runningImage(name)).toBe(idA);
+      expect(pins().current.imageId).toBe(idA);
+
+      // --repin: the tag as it is now; the pin before it is kept (upgrade --rollback returns to it)
+      const stopped = await run(['stop', name]);
+      expect(stopped.exitCode, stopped.stderr + stopped.stdout).toBe(0);
+      const repin = await serve(['--repin']);
+      expect(repin.exitCode, repin.stderr + repin.stdout).toBe(0);
+      expect(repin.stderr).toMatch(/pinned anew \(--repin\)/);
+      expect(await runningImage(name)).toBe(idB);
+      expect(pins().current.imageId).toBe(idB);
+      expect(pins().previous[0].imageId).toBe(idA);
+      expect(lock().current.imageId).toBe(idB);
+      expect(lock().previous[0].imageId).toBe(idA);
+
+      // a lock file copied here from another host (not written by sparkctl here), pinning A while this
+      // host's state says B: the lock file's pin is what would run, said with the fix; an upgrade that would
+      // write over it is refused before anything starts
+      writeFileSync(lockPath, JSON.stringify({ ...lock(), current: lock().previous[0], previous: [] }, null, 2));
+      const copied = JSON.parse(
+        (await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--dry-run', '--json'])).stdout,
+      );
+      expect(copied.warnings.join('\n')).toMatch(
+        /lock\.json pins \S+@sha256:[a-f0-9]{64}, vLLM .*; the state folder \(\S+\) pins .*: the lock file's pin runs\. Fix: /,
+      );
+      expect(copied.replicas[0].container.argv).toContain(pins().previous[0].imagePinned);
+      const refused = await run([
+        'upgrade',
         name,
-        model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, kvHeads: 4, headDim: 256, attentionHeads: 16, hiddenSize: 4096, weightBytesPerParam: 2, maxContext: 32768 },
-        engine: { vllmVersion: '0.25.0', runtime: 'container', maxModelLen: 4096 },
-        server: { host: '127.0.0.1', port, shutdownTimeoutSeconds: 5 },
-        container: { cli: 'podman', image: tag, cliArgs: PODMAN, network: 'host', ulimits: {}, hfCache: join(suite.work, 'no-hf-cache') },
-        // the operator's choice: the pin also in NAME.lock.json beside this file
-        pinnedIn: 'lockfile',
-      }),
-    );
-    const serve = (extra: string[] = []) => run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', ...extra]);
-    const pins = () => JSON.parse(readFileSync(join(suite.stateDir, 'pins', `${name}.json`), 'utf8'));
-    const lockPath = join(dir, `${name}.lock.json`);
-    const lock = () => JSON.parse(readFileSync(lockPath, 'utf8'));
+        '--profiles',
+        dir,
+        '--image',
+        `${serveRepo}:prod`,
+        '--candidate-set',
+        'engine.maxModelLen=2048',
+      ]);
+      expect(refused.exitCode, refused.stderr).toBe(2);
+      expect(refused.stderr).toMatch(
+        /lock\.json was not written by sparkctl on this host .*: sparkctl does not write over it/,
+      );
+      expect(await runningImage(name)).toBe(idB);
+      // the fix: remove it; until the next pin writes it again, the state folder's pin runs (said)
+      rmSync(lockPath);
+      const notYet = JSON.parse(
+        (await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--dry-run', '--json'])).stdout,
+      );
+      expect(notYet.warnings.join('\n')).toMatch(
+        /lock\.json is not written yet \(pinnedIn: lockfile\): the state folder's pin runs/,
+      );
 
-    const first = await serve();
-    expect(first.exitCode, first.stderr + first.stdout).toBe(0);
-    expect(first.stderr).toMatch(new RegExp(`image ${tag}: pinned to ${serveRepo}@sha256:[a-f0-9]{64} \\(its repository digest\\)`));
-    expect(pins().current).toMatchObject({ image: tag, imageId: idA, imagePinned: expect.stringMatching(/@sha256:/) });
-    expect(await runningImage(name)).toBe(idA);
-    // pinnedIn: lockfile: the same pin beside the profile, saying who writes it
-    expect(lock()).toMatchObject({ generatedBy: expect.stringMatching(/^sparkctl: /), current: pins().current, previous: [] });
-
-    // the tag moves to another image
-    const idB = (await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=b'], tag)).replace(/^sha256:/, '');
-    expect(idB).not.toBe(idA);
-    const dry = await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--dry-run', '--json']);
-    const plan = JSON.parse(dry.stdout);
-    expect(plan.replicas[0].container.argv).toContain(pins().current.imagePinned);
-    expect(plan.replicas[0].container.argv).not.toContain(tag);
-    expect(plan.warnings.join('\n')).toMatch(new RegExp(`the tag ${tag} moved: it now names image ${idB.slice(0, 12)}, not the pinned ${idA.slice(0, 12)}`));
-
-    const again = await run(['restart', name]);
-    expect(again.exitCode, again.stderr + again.stdout).toBe(0);
-    expect(again.stderr).toMatch(/the tag \S+:prod moved/);
-    expect(await runningImage(name)).toBe(idA);
-    expect(pins().current.imageId).toBe(idA);
-
-    // --repin: the tag as it is now; the pin before it is kept (upgrade --rollback returns to it)
-    const stopped = await run(['stop', name]);
-    expect(stopped.exitCode, stopped.stderr + stopped.stdout).toBe(0);
-    const repin = await serve(['--repin']);
-    expect(repin.exitCode, repin.stderr + repin.stdout).toBe(0);
-    expect(repin.stderr).toMatch(/pinned anew \(--repin\)/);
-    expect(await runningImage(name)).toBe(idB);
-    expect(pins().current.imageId).toBe(idB);
-    expect(pins().previous[0].imageId).toBe(idA);
-    expect(lock().current.imageId).toBe(idB);
-    expect(lock().previous[0].imageId).toBe(idA);
-
-    // a lock file copied here from another host (not written by sparkctl here), pinning A while this
-    // host's state says B: the lock file's pin is what would run, said with the fix; an upgrade that would
-    // write over it is refused before anything starts
-    writeFileSync(lockPath, JSON.stringify({ ...lock(), current: lock().previous[0], previous: [] }, null, 2));
-    const copied = JSON.parse((await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--dry-run', '--json'])).stdout);
-    expect(copied.warnings.join('\n')).toMatch(/lock\.json pins \S+@sha256:[a-f0-9]{64}, vLLM .*; the state folder \(\S+\) pins .*: the lock file's pin runs\. Fix: /);
-    expect(copied.replicas[0].container.argv).toContain(pins().previous[0].imagePinned);
-    const refused = await run(['upgrade', name, '--profiles', dir, '--image', `${serveRepo}:prod`, '--candidate-set', 'engine.maxModelLen=2048']);
-    expect(refused.exitCode, refused.stderr).toBe(2);
-    expect(refused.stderr).toMatch(/lock\.json was not written by sparkctl on this host .*: sparkctl does not write over it/);
-    expect(await runningImage(name)).toBe(idB);
-    // the fix: remove it; until the next pin writes it again, the state folder's pin runs (said)
-    rmSync(lockPath);
-    const notYet = JSON.parse((await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--dry-run', '--json'])).stdout);
-    expect(notYet.warnings.join('\n')).toMatch(/lock\.json is not written yet \(pinnedIn: lockfile\): the state folder's pin runs/);
-
-    if (!regWhy) await upgradePulls(name, dir, idB, pins, runningImage, lockPath);
-    expect((await run(['stop', name])).exitCode).toBe(0);
-  });
-});
+      if (!regWhy) await upgradePulls(name, dir, idB, pins, runningImage, lockPath);
+      expect((await run(['stop', name])).exitCode).toBe(0);
+    });
+  },
+);
 
 /**
  * upgrade pulls a candidate that is not here (the issue: "resolves and pulls the candidate"): a real
@@ -192,10 +262,17 @@ async function upgradePulls(
   const reg = await startRegistry(suite.work);
   try {
     const podmanR = (args: string[]) => suite.podman(args, reg.env);
-    const up = (args: string[]) => cli(['upgrade', name, '--profiles', dir, ...args], { stateDir: suite.stateDir, env: { ...suite.env, ...reg.env }, timeout: 240_000 });
+    const up = (args: string[]) =>
+      cli(['upgrade', name, '--profiles', dir, ...args], {
+        stateDir: suite.stateDir,
+        env: { ...suite.env, ...reg.env },
+        timeout: 240_000,
+      });
     remoteRepo = `${reg.addr}/sparkctl-up/sim`;
     const cand = `${remoteRepo}:cand`;
-    const idC = (await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=c'], cand)).replace(/^sha256:/, '');
+    const idC = (
+      await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=c'], cand)
+    ).replace(/^sha256:/, '');
     const push = await podmanR(['push', cand]);
     expect(push.exitCode, push.stderr).toBe(0);
     expect((await podmanR(['rmi', '-f', idC])).exitCode).toBe(0);
@@ -231,12 +308,18 @@ async function upgradePulls(
     expect(pulled.stderr).toMatch(/ {2}Copying (blob|config) /);
     expect(pulled.stderr).toMatch(/--canary-gpus: 1,2 is 2 GPU\(s\); one replica of \S+ uses 1/);
     expect(await isHere()).toBe(true);
-    expect((await podmanR(['image', 'inspect', '--format', '{{.Id}}', cand])).stdout.trim().replace(/^sha256:/, '')).toBe(idC);
+    expect(
+      (await podmanR(['image', 'inspect', '--format', '{{.Id}}', cand])).stdout.trim().replace(/^sha256:/, ''),
+    ).toBe(idC);
     // here now: the plan pins it to the registry's digest
     const plan = await up(['--image', cand, '--dry-run', '--json']);
     expect(plan.exitCode, plan.stderr).toBe(0);
     const digest = new RegExp(`^${remoteRepo.replace(/[.]/g, '\\.')}@sha256:[a-f0-9]{64}$`);
-    expect(JSON.parse(plan.stdout)).toMatchObject({ kind: 'upgrade-plan', image: expect.stringMatching(digest), pull: { state: 'here' } });
+    expect(JSON.parse(plan.stdout)).toMatchObject({
+      kind: 'upgrade-plan',
+      image: expect.stringMatching(digest),
+      pull: { state: 'here' },
+    });
     // the candidate plays another version than the profile's 0.25.0 (the image's vllm says 0.17.0):
     // each side's own `vllm serve --help=all` asked inside its image by real podman
     // (the current's table was read by the first upgrade of this case that got that far: cached since)
@@ -253,16 +336,30 @@ async function upgradePulls(
     const fl = JSON.parse(olderPlan.stdout).flags;
     expect(fl.current).toMatchObject({ source: 'cache', findings: [] }); // not paid again
     expect(fl.candidate).toMatchObject({ source: 'read', findings: [] });
-    expect(fl.candidate.what).toMatch(/^podman .*run --rm --network=none --pull=never --label io\.sparkctl\.version-probe=[a-f0-9]+ --entrypoint vllm [a-f0-9]{64} serve --help=all$/);
+    expect(fl.candidate.what).toMatch(
+      /^podman .*run --rm --network=none --pull=never --label io\.sparkctl\.version-probe=[a-f0-9]+ --entrypoint vllm [a-f0-9]{64} serve --help=all$/,
+    );
     expect(fl.defaultsRelied).toContainEqual({ flag: '--api-server-count', from: 'None', to: '1' });
     // run --rm: podman's conmon removes the probe after `run` returned; on a loaded host that took a moment in CI
-    const probesLeft = async () => (await suite.podman(['ps', '-a', '-q', '--filter', 'label=io.sparkctl.version-probe'])).stdout.trim();
+    const probesLeft = async () =>
+      (await suite.podman(['ps', '-a', '-q', '--filter', 'label=io.sparkctl.version-probe'])).stdout.trim();
     for (let i = 0; i < 40 && (await probesLeft()); i++) await new Promise((r) => setTimeout(r, 500));
     expect(await probesLeft()).toBe('');
     if (process.env.SPARKCTL_E2E_UPGRADE_PULL_ROLL !== '1') return;
 
     const t0 = Date.now();
-    const rolled = await up(['--image', cand, '--canary-gpus', '1', '--set', 'upgrade.ttftRatio=4', '--set', 'upgrade.tpotRatio=4', '--set', 'upgrade.throughputRatio=0.25']);
+    const rolled = await up([
+      '--image',
+      cand,
+      '--canary-gpus',
+      '1',
+      '--set',
+      'upgrade.ttftRatio=4',
+      '--set',
+      'upgrade.tpotRatio=4',
+      '--set',
+      'upgrade.throughputRatio=0.25',
+    ]);
     console.log(`upgrade to the pulled candidate (canary, compare, roll): ${Date.now() - t0} ms`);
     expect(rolled.exitCode, rolled.stderr + rolled.stdout).toBe(0);
     expect(pins().current.imagePinned).toMatch(digest);

@@ -97,7 +97,10 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
       '--set',
       'engine.toolCallParser=qwen3_coder',
     ];
-    const served = await cli(['serve', P, '--engine', 'sim', '--router', '--no-prewarm', ...sets], { env: t.env(), timeout: 60_000 });
+    const served = await cli(['serve', P, '--engine', 'sim', '--router', '--no-prewarm', ...sets], {
+      env: t.env(),
+      timeout: 60_000,
+    });
     expect(served.exitCode, served.stderr).toBe(0);
     expect(Object.values(versions())).toEqual(['0.17.1', '0.17.1']);
   }, 90_000);
@@ -114,16 +117,32 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
     expect(j.flags.candidate).toMatchObject({ source: 'read', options: 286, withDefault: 259, findings: [] });
     // a downgrade to 0.12.0 with an option the candidate's own help calls replaced: the rename and its
     // fix, and a default the profile relies on (--api-server-count: None from 0.16, 1 before: sim/help.ts's sources)
-    const down = await cli(['upgrade', P, '--vllm', '0.12.0', '--candidate-set', 'engine.extraArgs=["--dcp-kv-cache-interleave-size","1"]', '--dry-run'], {
-      env: t.env(),
-      timeout: 30_000,
-    });
+    const down = await cli(
+      [
+        'upgrade',
+        P,
+        '--vllm',
+        '0.12.0',
+        '--candidate-set',
+        'engine.extraArgs=["--dcp-kv-cache-interleave-size","1"]',
+        '--dry-run',
+      ],
+      {
+        env: t.env(),
+        timeout: 30_000,
+      },
+    );
     expect(down.exitCode, down.stderr).toBe(0);
-    expect(down.stdout).toContain('--api-server-count: default None -> 1 (your profile does not set it: the candidate will run with 1)');
+    expect(down.stdout).toContain(
+      '--api-server-count: default None -> 1 (your profile does not set it: the candidate will run with 1)',
+    );
     expect(down.stdout).toMatch(
       /--dcp-kv-cache-interleave-size: renamed to --cp-kv-cache-interleave-size \(vLLM 0\.12\.0's help: "dcp_kv_cache_interleave_size has been replaced by cp_kv_cache_interleave_size.*"\); your profile renders it: change engine\.extraArgs: write --cp-kv-cache-interleave-size where it says --dcp-kv-cache-interleave-size/,
     );
-    const refused = await cli(['upgrade', P, '--vllm', '0.28.0', '--candidate-set', 'engine.extraArgs=["--swap-space","4"]'], { env: t.env(), timeout: 30_000 });
+    const refused = await cli(
+      ['upgrade', P, '--vllm', '0.28.0', '--candidate-set', 'engine.extraArgs=["--swap-space","4"]'],
+      { env: t.env(), timeout: 30_000 },
+    );
     expect(refused.exitCode, refused.stderr).toBe(2);
     expect(refused.stderr).toMatch(/--swap-space is not accepted by vLLM 0\.28\.0/);
     expect(refused.stderr).toMatch(/drop it: the V1 engine has no CPU swap space/);
@@ -137,10 +156,18 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
     const seen = await load.end();
     expect(r.exitCode, `${r.stderr}${r.stdout.slice(0, 3000)}`).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(j).toMatchObject({ kind: 'upgrade', action: 'upgrade', status: 'rolled', where: 'in-place', from: '0.17.1', to: '0.28.0' });
+    expect(j).toMatchObject({
+      kind: 'upgrade',
+      action: 'upgrade',
+      status: 'rolled',
+      where: 'in-place',
+      from: '0.17.1',
+      to: '0.28.0',
+    });
     expect(j.verdict.pass).toBe(true);
     expect(j.verdict.comparisons.map((c: any) => c.check)).toContain('golden "arithmetic"');
-    // the tool call each server's parser read out of the greedy answer, compared (not the empty text of a tool-call reply)
+    // the tool call each server's parser read out of the greedy answer, compared (not the empty text of a tool-call
+    // reply)
     expect(j.verdict.comparisons.find((c: { check: string }) => c.check === 'golden "tool-call"')).toMatchObject({
       ok: true,
       canary: 'identical',
@@ -160,7 +187,10 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
   it('a canary whose greedy answers differ is put back; nothing else changes and nothing is pinned', async () => {
     const pinsBefore = readFileSync(join(t.state, 'pins', `${P}.json`), 'utf8');
     const load = clients(port);
-    const r = await cli(['upgrade', P, '--vllm', '0.28.0', '--candidate-set', 'env.SPARKCTL_SIM_NUMERICS=another-build', '--json'], { env: t.env(), timeout: 180_000 });
+    const r = await cli(
+      ['upgrade', P, '--vllm', '0.28.0', '--candidate-set', 'env.SPARKCTL_SIM_NUMERICS=another-build', '--json'],
+      { env: t.env(), timeout: 180_000 },
+    );
     const seen = await load.end();
     expect(r.exitCode, r.stderr).toBe(1);
     const j = JSON.parse(r.stdout);
@@ -176,7 +206,10 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
   it('a canary 3x slower to its first token fails its comparison', async () => {
     // a build whose prefill is 3x slower (its decode the same): the first token ~600 ms against ~200 ms
     const slower = `env.SPARKCTL_SIM_PREFILL_TPS='${Math.round(PREFILL_TPS / 3)}'`;
-    const r = await cli(['upgrade', P, '--vllm', '0.28.0', '--candidate-set', slower, '--no-roll', '--json'], { env: t.env(), timeout: 180_000 });
+    const r = await cli(['upgrade', P, '--vllm', '0.28.0', '--candidate-set', slower, '--no-roll', '--json'], {
+      env: t.env(),
+      timeout: 180_000,
+    });
     expect(r.exitCode, r.stderr).toBe(1);
     const j = JSON.parse(r.stdout);
     expect(j.verdict.why.join('\n')).toMatch(/TTFT p50: canary/);
@@ -191,7 +224,13 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
     const r = await cli(['upgrade', P, '--rollback', ...LOOSE, '--json'], { env: t.env(), timeout: 180_000 });
     // a failed comparison says why in its JSON (stdout), not on stderr
     expect(r.exitCode, `${r.stderr}${r.stdout.slice(0, 3000)}`).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'upgrade', action: 'rollback', status: 'rolled', from: '0.28.0', to: '0.17.1' });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      kind: 'upgrade',
+      action: 'rollback',
+      status: 'rolled',
+      from: '0.28.0',
+      to: '0.17.1',
+    });
     expect(versions()).toEqual({ [`${P}-0`]: '0.17.1', [`${P}-1`]: '0.17.1' });
     const pins = JSON.parse(readFileSync(join(t.state, 'pins', `${P}.json`), 'utf8'));
     expect(pins.current.vllmVersion).toBe('0.17.1');
@@ -200,7 +239,12 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(history.map((h) => `${h.kind} ${h.status}`)).toEqual(['upgrade rolled', 'upgrade canary-failed', 'upgrade canary-failed', 'rollback rolled']);
+    expect(history.map((h) => `${h.kind} ${h.status}`)).toEqual([
+      'upgrade rolled',
+      'upgrade canary-failed',
+      'upgrade canary-failed',
+      'rollback rolled',
+    ]);
     const rep = await cli(['report', P], { env: t.env(), timeout: 30_000 });
     expect(rep.stdout).toMatch(/upgrades/);
     expect(rep.stdout).toMatch(/rollback 0\.28\.0 -> 0\.17\.1: rolled/);

@@ -67,7 +67,8 @@ function setup(url: string, ranks: () => RankReading, probeOk = true) {
   });
   return { w, events, restarts, rankReads: () => rankReads, dir, clock };
 }
-const verdicts = (evs: WatchEvent[]) => evs.filter((e) => e.kind === 'verdict').map((e) => (e as { verdict: string }).verdict);
+const verdicts = (evs: WatchEvent[]) =>
+  evs.filter((e) => e.kind === 'verdict').map((e) => (e as { verdict: string }).verdict);
 const ticks = async (x: { w: Watcher; clock: { t: number } }, n: number) => {
   for (let i = 0; i < n; i++) {
     await x.w.tick();
@@ -87,15 +88,21 @@ describe('watch: multi-node servers by their cluster records', () => {
     ranks = { alive: 1, total: 2, detail: 'rank 1 on spark-b gone' };
     await ticks(x, 5);
     expect(verdicts(x.events)).toEqual(['healthy', 'dead']);
-    const dead = x.events.find((e) => e.kind === 'verdict' && e.verdict === 'dead') as Extract<WatchEvent, { kind: 'verdict' }>;
+    const dead = x.events.find((e) => e.kind === 'verdict' && e.verdict === 'dead') as Extract<
+      WatchEvent,
+      { kind: 'verdict' }
+    >;
     expect(dead.why).toBe('1 of 2 ranks gone');
     expect(dead.evidence[0]).toMatchObject({ signal: 'ranks', value: '1/2', note: 'rank 1 on spark-b gone' });
     const alerts = x.events.filter((e) => e.kind === 'action');
     expect(alerts).toHaveLength(1);
     expect(alerts[0]).toMatchObject({ action: 'alert' });
-    expect((alerts[0] as { why: string }).why).toContain('sparkctl stop big && sparkctl serve big --nodes /etc/sparkctl/nodes.yaml');
+    expect((alerts[0] as { why: string }).why).toContain(
+      'sparkctl stop big && sparkctl serve big --nodes /etc/sparkctl/nodes.yaml',
+    );
     expect(x.restarts).toEqual([]);
-    // 7 ticks 300 ms apart (0 to 1.8 s); the ranks (an ssh per node) read at most once a second here (ranksEveryMs): at 0 and 1.2 s
+    // 7 ticks 300 ms apart (0 to 1.8 s); the ranks (an ssh per node) read at most once a second here (ranksEveryMs): at
+    // 0 and 1.2 s
     expect(x.rankReads()).toBe(2);
   });
 

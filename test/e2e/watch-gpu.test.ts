@@ -12,17 +12,42 @@ import { DEFAULT_WATCH, Watcher, type Hands, type WatchEvent } from '../../src/w
 import { hostGpus } from '../../src/verbs/watch/run.js';
 import { cli, FIXTURES, freePort, isolated } from '../helpers.js';
 
-const t = isolated({ prefix: 'sparkctl-watch-gpu-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
-const out = (n: number) => readFileSync(join(FIXTURES, 'bundles', 'h200x2-serving-hot', 'out', `cmd-${String(n).padStart(3, '0')}.stdout`), 'utf8');
+const t = isolated({
+  prefix: 'sparkctl-watch-gpu-',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' },
+});
+const out = (n: number) =>
+  readFileSync(
+    join(FIXTURES, 'bundles', 'h200x2-serving-hot', 'out', `cmd-${String(n).padStart(3, '0')}.stdout`),
+    'utf8',
+  );
 const hot = { rows: parseQueryGpu(out(12), GPU_FIELDS), xid: parseXid(out(9)) };
-const quiet = { rows: hot.rows.map((g) => ({ ...g, 'ecc.errors.uncorrected.volatile.total': '0', 'remapped_rows.pending': 'No' })), xid: [] };
+const quiet = {
+  rows: hot.rows.map((g) => ({ ...g, 'ecc.errors.uncorrected.volatile.total': '0', 'remapped_rows.pending': 'No' })),
+  xid: [],
+};
 
 async function deadServer() {
   const port = await freePort();
-  const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', 'parallel.replicas=1', '--set', 'server.host=127.0.0.1', '--set', `server.port=${port}`], {
-    env: t.env(),
-    timeout: 60_000,
-  });
+  const r = await cli(
+    [
+      'serve',
+      'qwen3.5-9b',
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--set',
+      'parallel.replicas=1',
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      `server.port=${port}`,
+    ],
+    {
+      env: t.env(),
+      timeout: 60_000,
+    },
+  );
   expect(r.exitCode, r.stdout + r.stderr).toBe(0);
   const reg = new Registry(t.state);
   process.kill(-reg.list()[0]!.inst.pid, 'SIGKILL');

@@ -15,9 +15,15 @@ import { watcher, type WatchEvent } from '../watcher.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const haveHaproxy = existsSync(HAPROXY);
-if (!haveHaproxy) console.warn(`watch-router e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy; .ci/run installs it where it can)`);
+if (!haveHaproxy)
+  console.warn(
+    `watch-router e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy; .ci/run installs it where it can)`,
+  );
 
-const t = isolated({ prefix: 'sparkctl-watch-router-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
+const t = isolated({
+  prefix: 'sparkctl-watch-router-',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' },
+});
 
 interface Ev extends WatchEvent {
   why?: string;
@@ -94,22 +100,35 @@ describe.skipIf(!haveHaproxy)('sparkctl watch behind the router (real HAProxy, s
       }
     };
     try {
-      expect(await waitFor(() => events.filter((e) => e.verdict === 'healthy').length >= 3, 20_000), w.err()).toBe(true);
+      expect(await waitFor(() => events.filter((e) => e.verdict === 'healthy').length >= 3, 20_000), w.err()).toBe(
+        true,
+      );
       const clients = Array.from({ length: 6 }, (_, i) => client(i));
       await sleep(1500);
       // the simulator's {port}: on a socket (vLLM --uds behind the router, the default) the socket's name
       const own = victim.uds ? basename(victim.uds, '.sock') : String(victim.port);
       writeFileSync(wedge.replace('{port}', own), '');
-      expect(await waitFor(() => events.some((e) => e.target === victim.name && e.verdict === 'wedged'), 30_000), JSON.stringify(events) + w.err()).toBe(true);
+      expect(
+        await waitFor(() => events.some((e) => e.target === victim.name && e.verdict === 'wedged'), 30_000),
+        JSON.stringify(events) + w.err(),
+      ).toBe(true);
       rmSync(wedge.replace('{port}', own));
-      expect(await waitFor(() => events.some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 90_000), JSON.stringify(events) + w.err()).toBe(true);
+      expect(
+        await waitFor(() => events.some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 90_000),
+        JSON.stringify(events) + w.err(),
+      ).toBe(true);
       const done = events.find((e) => e.action === 'restarted' || e.action === 'restart-failed')!;
       expect(done.action, done.why).toBe('restarted');
       expect(done.why).toContain(`--rolling --replica ${victim.name}`);
       // back in rotation and serving: the load goes on a little with all three
-      expect(await waitFor(async () => serverState((await showStat(router.socket, 1000)).find((x) => x.server === victim.name)!) === 'up', 15_000), 'the restarted replica back in rotation').toBe(
-        true,
-      );
+      expect(
+        await waitFor(
+          async () =>
+            serverState((await showStat(router.socket, 1000)).find((x) => x.server === victim.name)!) === 'up',
+          15_000,
+        ),
+        'the restarted replica back in rotation',
+      ).toBe(true);
       await sleep(2000);
       load = false;
       await Promise.all(clients);
@@ -139,8 +158,13 @@ describe.skipIf(!haveHaproxy)('sparkctl watch behind the router (real HAProxy, s
       abnormal.filter((a) => a.server !== victim.name),
       'abnormal requests on the replicas that were not wedged',
     ).toEqual([]);
-    expect(failures.length, `client failures: ${failures.join('; ')}; HAProxy: ${JSON.stringify(abnormal)}`).toBeLessThanOrEqual(abnormal.length);
+    expect(
+      failures.length,
+      `client failures: ${failures.join('; ')}; HAProxy: ${JSON.stringify(abnormal)}`,
+    ).toBeLessThanOrEqual(abnormal.length);
     expect(ok).toBeGreaterThan(50);
-    console.info(`[watch-router] ${ok} answered, ${failures.length} failed (all on ${victim.name}); drained ${((goneAt! - drainedAt!) / 1000).toFixed(1)} s before its process ended`);
+    console.info(
+      `[watch-router] ${ok} answered, ${failures.length} failed (all on ${victim.name}); drained ${((goneAt! - drainedAt!) / 1000).toFixed(1)} s before its process ended`,
+    );
   }, 180_000);
 });

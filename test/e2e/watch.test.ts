@@ -10,7 +10,10 @@ import { cli, freePort, isolated, sleep, waitFor, webhookReceiver } from '../hel
 import { sets, simServe } from '../../scripts/lib/serve-args.mjs';
 import { watcher as watch, type WatchEvent } from '../watcher.js';
 
-const t = isolated({ prefix: 'sparkctl-watch-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
+const t = isolated({
+  prefix: 'sparkctl-watch-',
+  env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' },
+});
 
 type Ev = WatchEvent;
 
@@ -18,7 +21,10 @@ type Ev = WatchEvent;
 const watcher = (args: string[]) => watch<Ev>(args, { env: t.env() });
 
 async function serve(port: number, fault: string, extra: string[] = []) {
-  const r = await cli(['serve', 'qwen3.5-9b', ...simServe({ port, replicas: 1 }), ...sets({ 'env.SPARKCTL_SIM_FAULT': fault }), ...extra], { env: t.env(), timeout: 60_000 });
+  const r = await cli(
+    ['serve', 'qwen3.5-9b', ...simServe({ port, replicas: 1 }), ...sets({ 'env.SPARKCTL_SIM_FAULT': fault }), ...extra],
+    { env: t.env(), timeout: 60_000 },
+  );
   expect(r.exitCode, r.stderr).toBe(0);
 }
 
@@ -26,7 +32,12 @@ const complete = (port: number, max: number, opts: { stream?: boolean; signal?: 
   fetch(`http://127.0.0.1:${port}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'Qwen/Qwen3.5-9B', prompt: opts.prompt ?? 'hello', max_tokens: max, stream: Boolean(opts.stream) }),
+    body: JSON.stringify({
+      model: 'Qwen/Qwen3.5-9B',
+      prompt: opts.prompt ?? 'hello',
+      max_tokens: max,
+      stream: Boolean(opts.stream),
+    }),
     signal: opts.signal ?? AbortSignal.timeout(10_000),
   });
 const answered = async (port: number) => {
@@ -61,10 +72,15 @@ describe('sparkctl watch (simulator)', () => {
       expect(await waitFor(() => w.events.some((e) => e.verdict === 'wedged'), 30_000), w.err()).toBe(true);
       const v = w.events.find((e) => e.verdict === 'wedged')!;
       const signals = (v.evidence as Array<{ signal: string }>).map((x) => x.signal);
-      expect(signals).toEqual(expect.arrayContaining(['frozen', 'probe', 'vllm:num_requests_running', 'vllm:generation_tokens_total']));
+      expect(signals).toEqual(
+        expect.arrayContaining(['frozen', 'probe', 'vllm:num_requests_running', 'vllm:generation_tokens_total']),
+      );
       expect(Date.now() - stuckAt).toBeLessThan(20_000);
       rmSync(wedge);
-      expect(await waitFor(() => w.events.some((e) => e.action === 'restarted'), 60_000), JSON.stringify(w.events.filter((e) => e.event === 'action'))).toBe(true);
+      expect(
+        await waitFor(() => w.events.some((e) => e.action === 'restarted'), 60_000),
+        JSON.stringify(w.events.filter((e) => e.event === 'action')),
+      ).toBe(true);
       expect(entry().pid).not.toBe(pid);
       expect(await answered(port)).toBe(true);
       expect(await waitFor(() => w.events.some((e) => e.event === 'incident'), 15_000)).toBe(true);
@@ -101,7 +117,9 @@ describe('sparkctl watch (simulator)', () => {
     try {
       await waitFor(() => w.events.some((e) => e.event === 'verdict'), 10_000);
       // three requests, one running at a time, each with an 8 s prefill: 24 s with requests held
-      const reqs = [0, 1, 2].map(() => complete(port, 3, { prompt: 'long '.repeat(3000), signal: AbortSignal.timeout(60_000) }).then((r) => r.status));
+      const reqs = [0, 1, 2].map(() =>
+        complete(port, 3, { prompt: 'long '.repeat(3000), signal: AbortSignal.timeout(60_000) }).then((r) => r.status),
+      );
       expect(await Promise.all(reqs)).toEqual([200, 200, 200]);
       await sleep(1500);
       const verdicts = w.events.filter((e) => e.event === 'verdict').map((e) => e.verdict);
@@ -129,7 +147,10 @@ describe('sparkctl watch (simulator)', () => {
     expect(existsSync(join(t.state, 'instances', 'qwen3.5-9b-0.json'))).toBe(true);
     const w = watcher(['--all', ...fast]);
     try {
-      expect(await waitFor(() => w.events.some((e) => e.action === 'restarted'), 60_000), JSON.stringify(w.events)).toBe(true);
+      expect(
+        await waitFor(() => w.events.some((e) => e.action === 'restarted'), 60_000),
+        JSON.stringify(w.events),
+      ).toBe(true);
       expect(w.events.find((e) => e.verdict === 'dead')!.why).toContain('processes are gone');
       expect(await answered(port)).toBe(true);
     } finally {
@@ -143,9 +164,14 @@ describe('sparkctl watch (simulator)', () => {
     const prom = join(t.state, 'watch.prom');
     const w = watcher(['--all', ...fast, '--max-restarts', '1', '--prometheus', prom]);
     try {
-      expect(await waitFor(() => w.events.some((e) => e.action === 'circuit-open'), 90_000), JSON.stringify(w.events.filter((e) => e.event !== 'probe'))).toBe(true);
+      expect(
+        await waitFor(() => w.events.some((e) => e.action === 'circuit-open'), 90_000),
+        JSON.stringify(w.events.filter((e) => e.event !== 'probe')),
+      ).toBe(true);
       expect(w.events.filter((e) => e.action === 'restart')).toHaveLength(1);
-      expect(w.events.find((e) => e.action === 'circuit-open')!.why).toMatch(/1 restarts in the last 30 min .* dead again/);
+      expect(w.events.find((e) => e.action === 'circuit-open')!.why).toMatch(
+        /1 restarts in the last 30 min .* dead again/,
+      );
       await sleep(2500);
       expect(readFileSync(prom, 'utf8')).toContain('sparkctl_watch_circuit_open{target="qwen3.5-9b-0"} 1');
       expect(w.events.filter((e) => e.action === 'restart')).toHaveLength(1);

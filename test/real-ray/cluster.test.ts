@@ -11,14 +11,29 @@ import { cli, freePort, processesMarked, tempDir, rmrf, waitFor } from '../helpe
 import { makeCluster, realRayUnavailable, RAY_VENV, type Cluster } from '../cluster.js';
 
 const why = realRayUnavailable();
-if (why) console.warn(`real-Ray suite skipped: ${why}; the scripted-ray suite (test/e2e/multinode.test.ts) covers the same paths`);
+if (why)
+  console.warn(
+    `real-Ray suite skipped: ${why}; the scripted-ray suite (test/e2e/multinode.test.ts) covers the same paths`,
+  );
 
 describe.skipIf(!!why)('real Ray: serve --nodes on four namespaced hosts', () => {
   let cl: Cluster;
   let state: string;
   const marker = randomUUID();
-  const run = (args: string[], timeout = 240_000) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout });
-  const serve = async () => run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+  const run = (args: string[], timeout = 240_000) =>
+    cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout });
+  const serve = async () =>
+    run([
+      'serve',
+      'qwen3-200b',
+      '--engine',
+      'sim',
+      '--nodes',
+      cl.nodesFile,
+      '--no-prewarm',
+      '--set',
+      `server.port=${await freePort()}`,
+    ]);
   const leftovers = () => [0, 1, 2, 3].flatMap((i) => cl.processes(i).map((p) => `n${i}: ${p}`));
   const rayOn = (i: number) => cl.processes(i).some((p) => /raylet/.test(p));
 
@@ -52,7 +67,16 @@ describe.skipIf(!!why)('real Ray: serve --nodes on four namespaced hosts', () =>
 
   it('head + 3 workers, 32 GPUs from Ray, the simulator on the head: ready, prewarm, probe, status; a second serve is refused; stop --nodes leaves nothing', async () => {
     const port = await freePort();
-    const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--set', `server.port=${port}`]);
+    const r = await run([
+      'serve',
+      'qwen3-200b',
+      '--engine',
+      'sim',
+      '--nodes',
+      cl.nodesFile,
+      '--set',
+      `server.port=${port}`,
+    ]);
     expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.stderr).toContain('ray cluster: 4 nodes, 32 GPUs');
     expect(r.stdout).toMatch(/ready: qwen3-200b over 4 nodes \(32 GPUs\)/);
@@ -70,14 +94,18 @@ describe.skipIf(!!why)('real Ray: serve --nodes on four namespaced hosts', () =>
     if (process.env.SPARKCTL_CAPTURE_RAY) {
       mkdirSync(process.env.SPARKCTL_CAPTURE_RAY, { recursive: true });
       writeFileSync(join(process.env.SPARKCTL_CAPTURE_RAY, 'status-2.58-v1-4nodes-busy.txt'), st0);
-      writeFileSync(join(process.env.SPARKCTL_CAPTURE_RAY, 'status-2.58-v2-4nodes-busy.txt'), cl.exec(0, 'RAY_enable_autoscaler_v2=1 ray status').stdout);
+      writeFileSync(
+        join(process.env.SPARKCTL_CAPTURE_RAY, 'status-2.58-v2-4nodes-busy.txt'),
+        cl.exec(0, 'RAY_enable_autoscaler_v2=1 ray status').stdout,
+      );
     }
     const pr = await run(['probe', 'qwen3-200b']);
     expect(pr.exitCode, pr.stdout).toBe(0);
     const st = await run(['status']);
     expect(st.exitCode, st.stderr).toBe(0);
     expect(st.stdout).toMatch(/qwen3-200b\s+cluster healthy\s+head n0\s+server healthy/);
-    for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+8 GPUs`));
+    for (const i of [0, 1, 2, 3])
+      expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+8 GPUs`));
     // A second serve on the same nodes is refused, and Ray keeps running everywhere.
     const again = await serve();
     expect(again.exitCode).toBe(4);
@@ -93,12 +121,18 @@ describe.skipIf(!!why)('real Ray: serve --nodes on four namespaced hosts', () =>
 
   it('a worker whose Ray does not start is named within seconds, not after the 120 s wait; Ray stopped where it was started', async () => {
     // n1's `ray start` says it started and does nothing (a wrapper in front of the real ray).
-    writeFileSync(join(cl.dir, 'n1', 'bin', 'ray'), `#!/bin/bash\nif [ "$1" = start ]; then echo "Ray runtime started."; exit 0; fi\nexec ${join(RAY_VENV, 'bin', 'ray')} "$@"\n`, { mode: 0o755 });
+    writeFileSync(
+      join(cl.dir, 'n1', 'bin', 'ray'),
+      `#!/bin/bash\nif [ "$1" = start ]; then echo "Ray runtime started."; exit 0; fi\nexec ${join(RAY_VENV, 'bin', 'ray')} "$@"\n`,
+      { mode: 0o755 },
+    );
     const t0 = Date.now();
     const r = await serve();
     const took = Date.now() - t0;
     expect(r.exitCode, r.stderr).toBe(4);
-    expect(r.stderr).toMatch(/the Ray cluster has 3 node\(s\) with 24 GPUs; the nodes file declares 4 with 32; missing: n1 \([\d.]+\) \(unchanged for \d+ s\)/);
+    expect(r.stderr).toMatch(
+      /the Ray cluster has 3 node\(s\) with 24 GPUs; the nodes file declares 4 with 32; missing: n1 \([\d.]+\) \(unchanged for \d+ s\)/,
+    );
     expect(r.stderr).toContain('ray status on n0:');
     expect(took).toBeLessThan(120_000);
     await waitFor(() => leftovers().length === 0, 20_000, 250);
@@ -109,10 +143,23 @@ describe.skipIf(!!why)('real Ray: serve --nodes on four namespaced hosts', () =>
     const head = cl.addresses[0]!;
     expect(cl.exec(2, `ip route add unreachable ${head}/32`).status).toBe(0);
     try {
-      const r = await cli(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`], {
-        env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_RAY_JOIN_TIMEOUT_S: '75', ...cl.env },
-        timeout: 300_000,
-      });
+      const r = await cli(
+        [
+          'serve',
+          'qwen3-200b',
+          '--engine',
+          'sim',
+          '--nodes',
+          cl.nodesFile,
+          '--no-prewarm',
+          '--set',
+          `server.port=${await freePort()}`,
+        ],
+        {
+          env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_RAY_JOIN_TIMEOUT_S: '75', ...cl.env },
+          timeout: 300_000,
+        },
+      );
       expect(r.exitCode, r.stderr).toBe(4);
       expect(r.stderr).toMatch(/node n2 \([\d.]+\) failed to join the Ray cluster/);
       writeFileSync(join(cl.dir, 'no-route.txt'), r.stderr);

@@ -24,7 +24,8 @@ const suites = readdirSync(here)
   .map((f) => f.slice(0, -'.real.ts'.length))
   .sort();
 const unknown = only.filter((n) => !suites.includes(n));
-if (unknown.length) throw new Error(`SPARKCTL_REAL_VLLM_ONLY names no suite: ${unknown.join(', ')} (suites: ${suites.join(', ')})`);
+if (unknown.length)
+  throw new Error(`SPARKCTL_REAL_VLLM_ONLY names no suite: ${unknown.join(', ')} (suites: ${suites.join(', ')})`);
 for (const name of suites) {
   if (only.length && !only.includes(name)) continue;
   await import(`./${name}.real.ts`);

@@ -79,14 +79,28 @@ describe.skipIf(!!why)('Claude Code on the real vLLM', { timeout: 12 * MIN }, ()
       reject: false,
       timeout: 6 * MIN,
       extendEnv: false,
-      env: { PATH: process.env.PATH!, HOME: home, CLAUDE_CONFIG_DIR: join(home, '.claude'), DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', SPARKCTL_STATE_DIR: state },
+      env: {
+        PATH: process.env.PATH!,
+        HOME: home,
+        CLAUDE_CONFIG_DIR: join(home, '.claude'),
+        DISABLE_TELEMETRY: '1',
+        DISABLE_AUTOUPDATER: '1',
+        SPARKCTL_STATE_DIR: state,
+      },
     });
     console.log(`claude -p on the real vLLM: ${((Date.now() - started) / 1000).toFixed(1)} s`);
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(out).toMatchObject({ type: 'result', subtype: 'success', is_error: false, num_turns: 1, stop_reason: 'end_turn' });
+    expect(out).toMatchObject({
+      type: 'result',
+      subtype: 'success',
+      is_error: false,
+      num_turns: 1,
+      stop_reason: 'end_turn',
+    });
     expect(typeof out.result).toBe('string');
-    // vLLM's own count of Claude Code's first request with the tiny model's tokenizer (its date and folder vary a little)
+    // vLLM's own count of Claude Code's first request with the tiny model's tokenizer (its date and folder vary a
+    // little)
     expect(Math.abs(out.usage.input_tokens - CLAUDE_CODE.firstRequest.tokens.tinyQwen3)).toBeLessThan(400);
     // vLLM's access log: what Claude Code called, and nothing else
     const calls = logText()
@@ -99,9 +113,15 @@ describe.skipIf(!!why)('Claude Code on the real vLLM', { timeout: 12 * MIN }, ()
   });
 
   it('probe --client claude-code: a Claude Code-sized request runs (the model answers in text: a warning, not a failure)', async () => {
-    const r = await sparkctl(['probe', 'tiny-code', '--client', 'claude-code', '--json', '--step-timeout', '300000'], 8 * MIN);
+    const r = await sparkctl(
+      ['probe', 'tiny-code', '--client', 'claude-code', '--json', '--step-timeout', '300000'],
+      8 * MIN,
+    );
     const client = JSON.parse(r.stdout).results[0].steps.find((s: { step: string }) => s.step === 'client');
-    expect(client, r.stdout).toMatchObject({ status: 'warn', detail: expect.stringMatching(/Claude Code's turn runs \(stop_reason end_turn\), but the model answered in text/) });
+    expect(client, r.stdout).toMatchObject({
+      status: 'warn',
+      detail: expect.stringMatching(/Claude Code's turn runs \(stop_reason end_turn\), but the model answered in text/),
+    });
   });
 
   it('/v1/messages, simulator vs real vLLM: every status, error body and event shape', async () => {
@@ -123,11 +143,18 @@ describe.skipIf(!!why)('Claude Code on the real vLLM', { timeout: 12 * MIN }, ()
       const by = (name: string) => real.find((x) => x.step === name)!;
       expect(by('prompt + max_tokens above max model len')).toMatchObject({
         status: 500,
-        shape: { errorType: 'internal_error', message: expect.stringMatching(/^This model's maximum context length is 65536 tokens/) },
+        shape: {
+          errorType: 'internal_error',
+          message: expect.stringMatching(/^This model's maximum context length is 65536 tokens/),
+        },
       });
       expect(by('max_tokens above max model len')).toMatchObject({
         status: 500,
-        shape: { message: expect.stringMatching(/^max_completion_tokens=70000 cannot be greater than max_model_len=max_total_tokens=65536/) },
+        shape: {
+          message: expect.stringMatching(
+            /^max_completion_tokens=70000 cannot be greater than max_model_len=max_total_tokens=65536/,
+          ),
+        },
       });
     } finally {
       await sim.stop();

@@ -38,13 +38,23 @@ const TEMPLATE = [
 export function makeCodeModel(from: string, dir: string): string {
   if (existsSync(join(dir, 'config.json'))) return dir;
   mkdirSync(dir, { recursive: true });
-  for (const f of ['tokenizer.json', 'special_tokens_map.json', 'generation_config.json']) copyFileSync(join(from, f), join(dir, f));
+  for (const f of ['tokenizer.json', 'special_tokens_map.json', 'generation_config.json'])
+    copyFileSync(join(from, f), join(dir, f));
   const cfg = JSON.parse(readFileSync(join(from, 'config.json'), 'utf8'));
   const vocab: Record<string, number> = JSON.parse(readFileSync(join(from, 'tokenizer.json'), 'utf8')).model.vocab;
-  writeFileSync(join(dir, 'model.safetensors'), endingWeights(readFileSync(join(from, 'model.safetensors')), vocab, cfg.eos_token_id, cfg.hidden_size));
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, max_position_embeddings: CODE_CONTEXT, tie_word_embeddings: false }, null, 2));
+  writeFileSync(
+    join(dir, 'model.safetensors'),
+    endingWeights(readFileSync(join(from, 'model.safetensors')), vocab, cfg.eos_token_id, cfg.hidden_size),
+  );
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({ ...cfg, max_position_embeddings: CODE_CONTEXT, tie_word_embeddings: false }, null, 2),
+  );
   const tok = JSON.parse(readFileSync(join(from, 'tokenizer_config.json'), 'utf8'));
-  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...tok, model_max_length: CODE_CONTEXT, chat_template: TEMPLATE }, null, 2));
+  writeFileSync(
+    join(dir, 'tokenizer_config.json'),
+    JSON.stringify({ ...tok, model_max_length: CODE_CONTEXT, chat_template: TEMPLATE }, null, 2),
+  );
   return dir;
 }
 
@@ -56,10 +66,14 @@ const BF16 = (x: number) => {
 /** The tiny model's weights with an end-of-turn that follows the first visible token (see the top of this file). */
 function endingWeights(st: Buffer, vocab: Record<string, number>, eos: number, hidden: number): Buffer {
   const n = Number(st.readBigUInt64LE(0));
-  const header = JSON.parse(st.subarray(8, 8 + n).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+  const header = JSON.parse(st.subarray(8, 8 + n).toString('utf8')) as Record<
+    string,
+    { dtype: string; shape: number[]; data_offsets: [number, number] }
+  >;
   const data = st.subarray(8 + n);
   const tensors = new Map<string, Buffer>();
-  for (const [k, v] of Object.entries(header)) if (k !== '__metadata__') tensors.set(k, Buffer.from(data.subarray(v.data_offsets[0], v.data_offsets[1])));
+  for (const [k, v] of Object.entries(header))
+    if (k !== '__metadata__') tensors.set(k, Buffer.from(data.subarray(v.data_offsets[0], v.data_offsets[1])));
   const embed = tensors.get('model.embed_tokens.weight')!;
   const rows = header['model.embed_tokens.weight']!.shape[0]!;
   const visible = new Set<number>();

@@ -51,7 +51,8 @@ async function bodyShape(r: Response): Promise<unknown> {
   try {
     const j = JSON.parse(text);
     // Error bodies: the type and code values too (clients and bench branch on them), not only the keys.
-    if (j && typeof j === 'object' && j.error && typeof j.error === 'object') return { ...(shapeOf(j) as object), errorType: j.error.type, errorCode: j.error.code };
+    if (j && typeof j === 'object' && j.error && typeof j.error === 'object')
+      return { ...(shapeOf(j) as object), errorType: j.error.type, errorCode: j.error.code };
     return shapeOf(j);
   } catch {
     return 'text';
@@ -65,7 +66,8 @@ function mergeShape(a: unknown, b: unknown): unknown {
   if (Array.isArray(a) && Array.isArray(b)) return a.length || b.length ? [mergeShape(a[0], b[0])] : [];
   if (a && b && typeof a === 'object' && typeof b === 'object') {
     const o: Record<string, unknown> = {};
-    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) o[k] = mergeShape((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]);
+    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort())
+      o[k] = mergeShape((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]);
     return o;
   }
   return a === b ? a : [a, b].sort().join('|');
@@ -111,7 +113,11 @@ export function sseShape(text: string) {
 
 /** The metrics sparkctl reads (probe, bench, cost), their type and label names. */
 export function metricFamilies(text: string, names: string[]) {
-  const fams = parsePrometheus(text) as Array<{ name: string; type: string; metrics: Array<{ labels?: Record<string, string> }> }>;
+  const fams = parsePrometheus(text) as Array<{
+    name: string;
+    type: string;
+    metrics: Array<{ labels?: Record<string, string> }>;
+  }>;
   const out: Record<string, { type: string; labels: string[]; finishedReasons?: string[] } | 'missing'> = {};
   for (const n of names) {
     const f = fams.find((x) => x.name === n);
@@ -121,7 +127,8 @@ export function metricFamilies(text: string, names: string[]) {
     }
     const labels = [...new Set(f.metrics.flatMap((m) => Object.keys(m.labels ?? {})))].filter((l) => l !== 'le').sort();
     out[n] = { type: f.type, labels };
-    if (labels.includes('finished_reason')) out[n].finishedReasons = [...new Set(f.metrics.map((m) => m.labels!.finished_reason!))].sort();
+    if (labels.includes('finished_reason'))
+      out[n].finishedReasons = [...new Set(f.metrics.map((m) => m.labels!.finished_reason!))].sort();
   }
   return out;
 }
@@ -143,8 +150,17 @@ export const METRICS_SPARKCTL_READS = [
 /** The script. `model` is the served name; the server's max model len is 512. */
 export async function runScript(url: string, model: string): Promise<Observed[]> {
   const out: Observed[] = [];
-  const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
-  const step = async (name: string, path: string, init?: RequestInit, reduce: (r: Response) => Promise<unknown> = bodyShape) => {
+  const json = (body: unknown) => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const step = async (
+    name: string,
+    path: string,
+    init?: RequestInit,
+    reduce: (r: Response) => Promise<unknown> = bodyShape,
+  ) => {
     const r = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(60_000) });
     out.push({ step: name, status: r.status, contentType: ctype(r), shape: await reduce(r) });
   };
@@ -153,27 +169,63 @@ export async function runScript(url: string, model: string): Promise<Observed[]>
   await step('GET /v1/models', '/v1/models');
   await step('POST /tokenize', '/tokenize', json({ model, prompt: 'hello world', add_special_tokens: false }));
   await step('completion', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 3, temperature: 0 }));
-  await step('chat completion', '/v1/chat/completions', json({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, temperature: 0 }));
-  await step('completion, streamed with usage', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }), async (r) =>
-    sseShape(await r.text()),
+  await step(
+    'chat completion',
+    '/v1/chat/completions',
+    json({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, temperature: 0 }),
+  );
+  await step(
+    'completion, streamed with usage',
+    '/v1/completions',
+    json({
+      model,
+      prompt: 'hello',
+      max_tokens: 3,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
+    async (r) => sseShape(await r.text()),
   );
   await step(
     'chat, streamed with usage',
     '/v1/chat/completions',
-    json({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+    json({
+      model,
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 3,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
     async (r) => sseShape(await r.text()),
   );
-  await step('completion, streamed without usage', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 2, temperature: 0, stream: true }), async (r) => sseShape(await r.text()));
+  await step(
+    'completion, streamed without usage',
+    '/v1/completions',
+    json({ model, prompt: 'hello', max_tokens: 2, temperature: 0, stream: true }),
+    async (r) => sseShape(await r.text()),
+  );
   await step('unknown model', '/v1/completions', json({ model: 'no-such-model', prompt: 'hello', max_tokens: 1 }));
-  await step('unknown model (chat)', '/v1/chat/completions', json({ model: 'no-such-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1 }));
-  await step('prompt + max_tokens above max model len', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 4096 }));
+  await step(
+    'unknown model (chat)',
+    '/v1/chat/completions',
+    json({ model: 'no-such-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1 }),
+  );
+  await step(
+    'prompt + max_tokens above max model len',
+    '/v1/completions',
+    json({ model, prompt: 'hello', max_tokens: 4096 }),
+  );
   await step('max_tokens 0', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 0 }));
   await step('completion without a prompt', '/v1/completions', json({ model, max_tokens: 1 }));
   await step('chat without messages', '/v1/chat/completions', json({ model, max_tokens: 1 }));
   await step('body not JSON', '/v1/completions', json('{"model": '));
   await step('unknown path', '/v1/nope');
   await step('GET on a POST endpoint', '/v1/completions');
-  await step('GET /metrics', '/metrics', undefined, async (r) => metricFamilies(await r.text(), METRICS_SPARKCTL_READS));
+  await step('GET /metrics', '/metrics', undefined, async (r) =>
+    metricFamilies(await r.text(), METRICS_SPARKCTL_READS),
+  );
   return out;
 }
 
@@ -187,9 +239,14 @@ export function messagesSseShape(text: string) {
   const framed = raw.every((e) => /^event: [a-z_]+\ndata: .*$/.test(e));
   const events = raw.map((e) => {
     const [ev, data] = e.split('\n');
-    return { event: ev!.slice('event: '.length), data: JSON.parse(data!.slice('data: '.length)) as Record<string, any> };
+    return {
+      event: ev!.slice('event: '.length),
+      data: JSON.parse(data!.slice('data: '.length)) as Record<string, any>,
+    };
   });
-  const order = events.map((e) => e.event).filter((n, i, a) => !(n === 'content_block_delta' && a[i - 1] === 'content_block_delta'));
+  const order = events
+    .map((e) => e.event)
+    .filter((n, i, a) => !(n === 'content_block_delta' && a[i - 1] === 'content_block_delta'));
   const shapes: Record<string, unknown> = {};
   for (const e of events) shapes[e.event] = mergeShape(shapes[e.event], shapeOf(e.data));
   return {
@@ -221,27 +278,52 @@ export async function runMessagesScript(url: string, model: string): Promise<Obs
         ...(shapeOf(j) as object),
         errorType: j?.error?.type,
         errorCode: j?.error?.code,
-        message: typeof j?.error?.message === 'string' && !j.error.message.includes("'input'") ? j.error.message : undefined,
+        message:
+          typeof j?.error?.message === 'string' && !j.error.message.includes("'input'") ? j.error.message : undefined,
       };
     } catch {
       return text ? 'text' : 'empty';
     }
   };
-  const step = async (name: string, path: string, init?: RequestInit, reduce: (r: Response) => Promise<unknown> = withText) => {
+  const step = async (
+    name: string,
+    path: string,
+    init?: RequestInit,
+    reduce: (r: Response) => Promise<unknown> = withText,
+  ) => {
     const r = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(120_000) });
     out.push({ step: name, status: r.status, contentType: ctype(r), shape: await reduce(r) });
   };
   // Greedy, so the tiny random model's few tokens are the same every run: sampled, they were at times
   // only tokens that decode to nothing, and the real server then streamed no content block at all.
   const hi = [{ role: 'user', content: 'hello there, how are you today?' }];
-  const read = { name: 'Read', description: 'Reads a file', input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] } };
+  const read = {
+    name: 'Read',
+    description: 'Reads a file',
+    input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] },
+  };
   const sse = async (r: Response) => messagesSseShape(await r.text());
-  await step('message', '/v1/messages', post({ model, max_tokens: 3, temperature: 0, messages: hi }), async (r) => shapeOf(await r.json()));
-  await step('message, streamed', '/v1/messages?beta=true', post({ model, max_tokens: 3, temperature: 0, stream: true, messages: hi }), sse);
+  await step('message', '/v1/messages', post({ model, max_tokens: 3, temperature: 0, messages: hi }), async (r) =>
+    shapeOf(await r.json()),
+  );
+  await step(
+    'message, streamed',
+    '/v1/messages?beta=true',
+    post({ model, max_tokens: 3, temperature: 0, stream: true, messages: hi }),
+    sse,
+  );
   await step(
     'message with system blocks and tools, streamed',
     '/v1/messages?beta=true',
-    post({ model, max_tokens: 3, temperature: 0, stream: true, system: [{ type: 'text', text: 'You are terse.' }], tools: [read], messages: hi }),
+    post({
+      model,
+      max_tokens: 3,
+      temperature: 0,
+      stream: true,
+      system: [{ type: 'text', text: 'You are terse.' }],
+      tools: [read],
+      messages: hi,
+    }),
     sse,
   );
   await step(
@@ -255,22 +337,44 @@ export async function runMessagesScript(url: string, model: string): Promise<Obs
       tools: [read],
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'Read /tmp/notes.txt' }] },
-        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_01', name: 'Read', input: { file_path: '/tmp/notes.txt' } }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: '     1\tthe secret is 42' }] },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_01', name: 'Read', input: { file_path: '/tmp/notes.txt' } }],
+        },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: '     1\tthe secret is 42' }],
+        },
         { role: 'system', content: 'a note Claude Code appends' },
       ],
     }),
     sse,
   );
   await step('max_tokens above max model len', '/v1/messages', post({ model, max_tokens: 70_000, messages: hi }));
-  await step('max_tokens above max model len, streamed', '/v1/messages', post({ model, max_tokens: 70_000, stream: true, messages: hi }));
-  await step('prompt + max_tokens above max model len', '/v1/messages', post({ model, max_tokens: 65_530, messages: hi }));
-  await step('prompt + max_tokens above max model len, streamed', '/v1/messages', post({ model, max_tokens: 65_530, stream: true, messages: hi }));
+  await step(
+    'max_tokens above max model len, streamed',
+    '/v1/messages',
+    post({ model, max_tokens: 70_000, stream: true, messages: hi }),
+  );
+  await step(
+    'prompt + max_tokens above max model len',
+    '/v1/messages',
+    post({ model, max_tokens: 65_530, messages: hi }),
+  );
+  await step(
+    'prompt + max_tokens above max model len, streamed',
+    '/v1/messages',
+    post({ model, max_tokens: 65_530, stream: true, messages: hi }),
+  );
   await step('no max_tokens', '/v1/messages', post({ model, messages: hi }));
   await step('max_tokens 0', '/v1/messages', post({ model, max_tokens: 0, messages: hi }));
   await step('no messages', '/v1/messages', post({ model, max_tokens: 3 }));
   await step('empty messages', '/v1/messages', post({ model, max_tokens: 3, temperature: 0, messages: [] }));
-  await step('unknown model', '/v1/messages', post({ model: 'no-such-model', max_tokens: 3, temperature: 0, messages: hi }));
+  await step(
+    'unknown model',
+    '/v1/messages',
+    post({ model: 'no-such-model', max_tokens: 3, temperature: 0, messages: hi }),
+  );
   await step('body not JSON', '/v1/messages', post('{"model": '));
   await step('count_tokens', '/v1/messages/count_tokens', post({ model, messages: hi }));
   await step("HEAD / (Claude Code's first call)", '/', { method: 'HEAD' });

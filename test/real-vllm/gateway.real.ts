@@ -7,9 +7,19 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, tempDir, freePortRange, processesMarked, ROOT } from '../helpers.js';
-import { realVllmUnavailable, PROFILES, oneRealVllmAtATime, serveReal, CPU_VLLM, copyTinyPair, endGatewaySuite } from './real.js';
+import {
+  realVllmUnavailable,
+  PROFILES,
+  oneRealVllmAtATime,
+  serveReal,
+  CPU_VLLM,
+  copyTinyPair,
+  endGatewaySuite,
+} from './real.js';
 
-const why = realVllmUnavailable() ?? (existsSync('/usr/sbin/haproxy') ? undefined : 'no /usr/sbin/haproxy (apt-get install haproxy)');
+const why =
+  realVllmUnavailable() ??
+  (existsSync('/usr/sbin/haproxy') ? undefined : 'no /usr/sbin/haproxy (apt-get install haproxy)');
 if (why) console.warn(`real-vLLM gateway suite skipped: ${why}`);
 const MIN = 60_000;
 let state: string;
@@ -20,7 +30,11 @@ const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker });
 const sparkctl = (args: string[], timeout = 60_000) => cli(args, { env: env(), cwd: ROOT, timeout });
 const extra = ['--no-prewarm', ...CPU_VLLM];
 const successes = async (port: number) =>
-  [...(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).matchAll(/^vllm:request_success_total\{[^}]*\} (\S+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+  [
+    ...(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).matchAll(
+      /^vllm:request_success_total\{[^}]*\} (\S+)/gm,
+    ),
+  ].reduce((n, m) => n + Number(m[1]), 0);
 
 describe.skipIf(Boolean(why)).sequential('real vLLM behind the gateway', () => {
   oneRealVllmAtATime('real vLLM behind the gateway');
@@ -38,12 +52,17 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the gateway', () => {
   it(
     'two tiny models, one endpoint: each name answered by its own server',
     async () => {
-      const [a, b] = await Promise.all([sparkctl(serveReal('tiny', profiles, base + 3, extra), 12 * MIN), sparkctl(serveReal('tiny-b', profiles, base + 4, extra), 12 * MIN)]);
+      const [a, b] = await Promise.all([
+        sparkctl(serveReal('tiny', profiles, base + 3, extra), 12 * MIN),
+        sparkctl(serveReal('tiny-b', profiles, base + 4, extra), 12 * MIN),
+      ]);
       expect(a.exitCode, `${a.stdout}\n${a.stderr}`).toBe(0);
       expect(b.exitCode, `${b.stdout}\n${b.stderr}`).toBe(0);
       const up = await sparkctl(['gateway', 'up', '--port', String(base)]);
       expect(up.exitCode, up.stderr + up.stdout).toBe(0);
-      const models = (await (await fetch(`http://127.0.0.1:${base}/v1/models`)).json()) as { data: Array<{ id: string }> };
+      const models = (await (await fetch(`http://127.0.0.1:${base}/v1/models`)).json()) as {
+        data: Array<{ id: string }>;
+      };
       expect(models.data.map((m) => m.id).sort()).toEqual(['tiny-b', 'tiny-qwen3']);
       for (const [name, own, other] of [
         ['tiny-qwen3', base + 3, base + 4],
@@ -61,7 +80,11 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the gateway', () => {
         expect(await successes(own)).toBe(o0 + 1);
         expect(await successes(other)).toBe(x0);
       }
-      const unk = await fetch(`http://127.0.0.1:${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'nope', prompt: 'x' }) });
+      const unk = await fetch(`http://127.0.0.1:${base}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'nope', prompt: 'x' }),
+      });
       expect(unk.status).toBe(404);
       // the gateway is in the registry: status shows it, stop --all stops it with the servers
       const st = JSON.parse((await sparkctl(['status', '--json'])).stdout);

@@ -24,16 +24,27 @@ describe.skipIf(why)(`real vLLM: serve --help=all read as upgrade reads it${why 
   const dir = tempDir('sparkctl-real-help-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   it('read once (the import), then from the cache; the simulator prints the same options and defaults', async () => {
-    const version = String(execaSync(VENV_PYTHON, ['-c', 'import importlib.metadata as m; print(m.version("vllm"))']).stdout).trim();
+    const version = String(
+      execaSync(VENV_PYTHON, ['-c', 'import importlib.metadata as m; print(m.version("vllm"))']).stdout,
+    ).trim();
     const side = { kind: 'host' as const, vllmBin: join(ROOT, VLLM_BIN), version };
     const t0 = Date.now();
     const first = await readHelp(side, { stateDir: dir });
-    console.info(`[help] ${version}: serve --help=all read in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${first.read.options} options, ${first.read.withDefault} defaults`);
+    console.info(
+      `[help] ${version}: serve --help=all read in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${first.read.options} options, ${first.read.withDefault} defaults`,
+    );
     expect(first.read).toMatchObject({ source: 'read', findings: [] });
     expect(first.read.options).toBeGreaterThan(250);
     expect(first.read.withDefault).toBeGreaterThan(230);
-    const second = await readHelp(side, { stateDir: dir, run: async () => expect.fail('the second read must come from the cache') });
-    expect(second.read).toMatchObject({ source: 'cache', options: first.read.options, withDefault: first.read.withDefault });
+    const second = await readHelp(side, {
+      stateDir: dir,
+      run: async () => expect.fail('the second read must come from the cache'),
+    });
+    expect(second.read).toMatchObject({
+      source: 'cache',
+      options: first.read.options,
+      withDefault: first.read.withDefault,
+    });
     // the simulator's 0.28.0 (this build's commit) against the real table: the same options, no default differs
     const sim = parseHelpAll(simHelpAll('0.28.0'));
     const real = first.table!;

@@ -11,14 +11,34 @@ import { existsSync, lstatSync, readFileSync, readdirSync, symlinkSync, writeFil
 import { join } from 'node:path';
 // @ts-expect-error no types shipped
 import parsePrometheus from 'parse-prometheus-text-format';
-import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, portOpen, startSim, ROOT, BIN, RUN_MARK, type SimHandle } from '../helpers.js';
+import {
+  cli,
+  tempDir,
+  rmrf,
+  freePort,
+  processesMarked,
+  waitFor,
+  portOpen,
+  startSim,
+  ROOT,
+  BIN,
+  RUN_MARK,
+  type SimHandle,
+} from '../helpers.js';
 import { realVllmUnavailable, serveReal, VLLM_BIN, PROFILES, oneRealVllmAtATime } from './real.js';
 import { runScript, shapeDiffs } from './fidelity.js';
 import { phaseOf, classifyLog } from '../../src/engine/classify.js';
 import { execa } from 'execa';
 import { groupMembers } from '../../src/engine/runtime/proc.js';
 import yaml from 'js-yaml';
-import { prometheusUnavailable, PROMETHEUS, startPrometheus, query, expandVariables, type Proc } from '../monitoring.js';
+import {
+  prometheusUnavailable,
+  PROMETHEUS,
+  startPrometheus,
+  query,
+  expandVariables,
+  type Proc,
+} from '../monitoring.js';
 import type { RuleFile } from '../../src/monitoring/rules.js';
 import type { Dashboard } from '../../src/monitoring/dashboard.js';
 
@@ -39,7 +59,8 @@ const env = (extra: Record<string, string> = {}) => ({
   VLLM_CPU_KVCACHE_SPACE: '1',
   ...extra,
 });
-const sparkctl = (args: string[], opts: { env?: Record<string, string>; timeout?: number } = {}) => cli(args, { env: env(opts.env), cwd: ROOT, timeout: opts.timeout ?? 60_000 });
+const sparkctl = (args: string[], opts: { env?: Record<string, string>; timeout?: number } = {}) =>
+  cli(args, { env: env(opts.env), cwd: ROOT, timeout: opts.timeout ?? 60_000 });
 /** `sparkctl serve tiny --engine vllm --vllm-bin .venv-vllm/bin/vllm` on our port, with extra --set. */
 const serve = (sets: string[] = [], extra: string[] = [], envExtra: Record<string, string> = {}) =>
   sparkctl(serveReal('tiny', PROFILES, port, [...sets.flatMap((s) => ['--set', s]), ...extra]), {
@@ -50,12 +71,19 @@ const url = () => `http://127.0.0.1:${port}`;
 
 type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> };
 async function counters(): Promise<{ prompt: number; generation: number; raw: Family[] }> {
-  const fams = parsePrometheus(await (await fetch(`${url()}/metrics`, { signal: AbortSignal.timeout(30_000) })).text()) as Family[];
+  const fams = parsePrometheus(
+    await (await fetch(`${url()}/metrics`, { signal: AbortSignal.timeout(30_000) })).text(),
+  ) as Family[];
   const v = (n: string) => Number(fams.find((f) => f.name === n)?.metrics[0]?.value ?? NaN);
   return { prompt: v('vllm:prompt_tokens_total'), generation: v('vllm:generation_tokens_total'), raw: fams };
 }
 const post = async (path: string, body: object) => {
-  const r = await fetch(`${url()}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(120_000) });
+  const r = await fetch(`${url()}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(120_000),
+  });
   return { status: r.status, json: (await r.json()) as any };
 };
 /**
@@ -89,7 +117,9 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     marker = randomUUID();
     port = await freePort();
   });
-  beforeEach((ctx) => console.info(`[real-vllm ${((Date.now() - suiteStarted) / 1000).toFixed(0)} s] ${ctx.task.name}`));
+  beforeEach((ctx) =>
+    console.info(`[real-vllm ${((Date.now() - suiteStarted) / 1000).toFixed(0)} s] ${ctx.task.name}`),
+  );
   afterAll(async () => {
     // Whatever happened, no vLLM process of ours may be left (the hook before stop checks VLLM::EngineCore).
     await sparkctl(['stop', '--all', '--grace', '20']);
@@ -127,7 +157,8 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       expect(nonDefault).toContain("'kv_cache_memory_bytes': 33554432");
       expect(nonDefault).toContain("'served_model_name': ['tiny-qwen3']");
       expect(nonDefault).toContain("'dtype': 'bfloat16'");
-      // VLLM_CPU_KVCACHE_SPACE=1 was in sparkctl's environment; the profile's 32 MiB won (1 GiB would be 2,097,152 tokens).
+      // VLLM_CPU_KVCACHE_SPACE=1 was in sparkctl's environment; the profile's 32 MiB won (1 GiB would be 2,097,152
+      // tokens).
       expect(logText()).toMatch(/Explicitly set \(0\.03\/[\d.]+\) GiB for KV cache/);
       // API server, EngineCore and its worker, all in the group sparkctl started.
       const procs = ours();
@@ -172,8 +203,15 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     const j = JSON.parse(r.stdout);
     const p = j.results?.[0] ?? j.result ?? j;
     expect(p.state).toBe('healthy');
-    expect(p.metrics).toMatchObject({ kvCacheUsage: expect.any(Number), running: expect.any(Number), waiting: expect.any(Number), preemptions: expect.any(Number) });
-    expect(p.steps.find((s: { step: string }) => s.step === 'metrics').detail).toMatch(/KV cache [\d.]+ %, \d+ running, \d+ waiting/);
+    expect(p.metrics).toMatchObject({
+      kvCacheUsage: expect.any(Number),
+      running: expect.any(Number),
+      waiting: expect.any(Number),
+      preemptions: expect.any(Number),
+    });
+    expect(p.steps.find((s: { step: string }) => s.step === 'metrics').detail).toMatch(
+      /KV cache [\d.]+ %, \d+ running, \d+ waiting/,
+    );
   });
 
   it.skipIf(Boolean(prometheusUnavailable([PROMETHEUS])))(
@@ -183,11 +221,23 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       let prom: Proc | undefined;
       try {
         // the names of the vLLM that is installed (engine.vllmVersion auto), not of the profile's pin
-        const args = ['tiny', '--profiles', PROFILES, '--set', `server.port=${port}`, '--set', 'engine.vllmVersion=auto', '--vllm-bin', VLLM_BIN];
+        const args = [
+          'tiny',
+          '--profiles',
+          PROFILES,
+          '--set',
+          `server.port=${port}`,
+          '--set',
+          'engine.vllmVersion=auto',
+          '--vllm-bin',
+          VLLM_BIN,
+        ];
         const rules = await sparkctl(['monitoring', 'rules', ...args]);
         expect(rules.exitCode, rules.stderr).toBe(0);
         expect(rules.stderr).toMatch(/metric names of the installed vLLM, 0\.27/);
-        const scrape = yaml.load((await sparkctl(['monitoring', 'scrape', ...args, '--host', '127.0.0.1'])).stdout) as { scrape_configs: Array<{ job_name: string }> };
+        const scrape = yaml.load((await sparkctl(['monitoring', 'scrape', ...args, '--host', '127.0.0.1'])).stdout) as {
+          scrape_configs: Array<{ job_name: string }>;
+        };
         const dash = JSON.parse((await sparkctl(['monitoring', 'dashboard', ...args])).stdout) as Dashboard;
         prom = await startPrometheus(
           pdir,
@@ -196,17 +246,38 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
         );
         // scraped once before the traffic, so the rates and quantiles have a rise in their window
         // (not the server's first request: prewarm sent its long prompts first)
-        expect(await waitFor(async () => (await query(prom!.url, 'vllm:generation_tokens_total{model_name="tiny-qwen3"}')).length > 0, 20_000, 250)).toBe(true);
-        const load = Array.from({ length: 4 }, (_, i) => post('/v1/completions', { model: 'tiny-qwen3', prompt: `monitoring ${i} `.repeat(50), max_tokens: 8, temperature: 0 }));
+        expect(
+          await waitFor(
+            async () => (await query(prom!.url, 'vllm:generation_tokens_total{model_name="tiny-qwen3"}')).length > 0,
+            20_000,
+            250,
+          ),
+        ).toBe(true);
+        const load = Array.from({ length: 4 }, (_, i) =>
+          post('/v1/completions', {
+            model: 'tiny-qwen3',
+            prompt: `monitoring ${i} `.repeat(50),
+            max_tokens: 8,
+            temperature: 0,
+          }),
+        );
         for (const r of await Promise.all(load)) expect(r.status).toBe(200);
         await new Promise((r) => setTimeout(r, 3000));
-        const recorded = (yaml.load(rules.stdout) as RuleFile).groups.flatMap((g) => g.rules).filter((r) => 'record' in r);
-        const panels = dash.panels.flatMap((p) => p.targets.map((t) => ({ title: p.title, expr: t.expr }))).filter((t) => /vllm:|up\{/.test(t.expr));
+        const recorded = (yaml.load(rules.stdout) as RuleFile).groups
+          .flatMap((g) => g.rules)
+          .filter((r) => 'record' in r);
+        const panels = dash.panels
+          .flatMap((p) => p.targets.map((t) => ({ title: p.title, expr: t.expr })))
+          .filter((t) => /vllm:|up\{/.test(t.expr));
         const vars = { model_name: 'tiny-qwen3', instance: '.*', gpu_hour_price: '2', __rate_interval: '1m' };
         const empty: string[] = [];
-        for (const q of [...recorded.map((r) => ({ title: (r as { record: string }).record, expr: r.expr })), ...panels]) {
+        for (const q of [
+          ...recorded.map((r) => ({ title: (r as { record: string }).record, expr: r.expr })),
+          ...panels,
+        ]) {
           const res = await query(prom.url, expandVariables(q.expr, vars));
-          if (!res.some((x) => Number.isFinite(Number(x.value[1])))) empty.push(`${q.title}: ${q.expr} -> ${JSON.stringify(res)}`);
+          if (!res.some((x) => Number.isFinite(Number(x.value[1]))))
+            empty.push(`${q.title}: ${q.expr} -> ${JSON.stringify(res)}`);
         }
         expect(empty).toEqual([]);
         expect(panels.length).toBeGreaterThanOrEqual(10);
@@ -230,7 +301,13 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
         ['a b c d e f g', 12],
       ] as const) {
         const tok = await post('/tokenize', { model: 'tiny-qwen3', prompt: p });
-        const c = await post('/v1/completions', { model: 'tiny-qwen3', prompt: p, max_tokens: n, temperature: 0, ignore_eos: true });
+        const c = await post('/v1/completions', {
+          model: 'tiny-qwen3',
+          prompt: p,
+          max_tokens: n,
+          temperature: 0,
+          ignore_eos: true,
+        });
         expect(c.status).toBe(200);
         expect(c.json.usage.prompt_tokens).toBe(tok.json.count);
         expect(c.json.usage.completion_tokens).toBe(n);
@@ -248,9 +325,28 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     'bench: the server counted exactly the prompt and output tokens bench reports it sent and got',
     async () => {
       const before = await counters();
-      const r = await sparkctl(['bench', 'tiny-0', '--json', '--requests', '6', '--warmup', '0', '--concurrency', '2', '--input-len', '48', '--output-len', '8', '--scrape-interval', '0'], {
-        timeout: 5 * MIN,
-      });
+      const r = await sparkctl(
+        [
+          'bench',
+          'tiny-0',
+          '--json',
+          '--requests',
+          '6',
+          '--warmup',
+          '0',
+          '--concurrency',
+          '2',
+          '--input-len',
+          '48',
+          '--output-len',
+          '8',
+          '--scrape-interval',
+          '0',
+        ],
+        {
+          timeout: 5 * MIN,
+        },
+      );
       const res = JSON.parse(r.stdout).result;
       // What this test checks is the token accounting. Exit 1 with the run marked invalid is
       // bench's self-check doing its job when the real vLLM and the rest of the suite starve its
@@ -273,13 +369,26 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     async () => {
       let sim: SimHandle | undefined;
       try {
-        sim = await startSim(['--served-model-name', 'tiny-qwen3', '--max-model-len', '512', '--sim-profile', join(PROFILES, 'tiny.yaml'), '--sim-time-factor', '0'], {
-          model: '.cache/tiny-qwen3',
-          env: { SPARKCTL_TEST_CASE: marker },
-        });
+        sim = await startSim(
+          [
+            '--served-model-name',
+            'tiny-qwen3',
+            '--max-model-len',
+            '512',
+            '--sim-profile',
+            join(PROFILES, 'tiny.yaml'),
+            '--sim-time-factor',
+            '0',
+          ],
+          {
+            model: '.cache/tiny-qwen3',
+            env: { SPARKCTL_TEST_CASE: marker },
+          },
+        );
         const [real, simulated] = [await runScript(url(), 'tiny-qwen3'), await runScript(sim.url, 'tiny-qwen3')];
         expect(shapeDiffs(real, simulated)).toEqual([]);
-        // Start-up: every progress phase sparkctl shows for the real server, the simulator shows too, in the same order.
+        // Start-up: every progress phase sparkctl shows for the real server, the simulator shows too, in the same
+        // order.
         const seq = (text: string) =>
           text
             .split('\n')
@@ -307,7 +416,11 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     'a client that disconnects: the real server aborts its request (what the simulator now does)',
     async () => {
       const metric = async (name: string, reason?: string) =>
-        Number((await counters()).raw.find((f) => f.name === name)?.metrics.find((m) => !reason || m.labels?.finished_reason === reason)?.value ?? NaN);
+        Number(
+          (await counters()).raw
+            .find((f) => f.name === name)
+            ?.metrics.find((m) => !reason || m.labels?.finished_reason === reason)?.value ?? NaN,
+        );
       // A raw streamed request we hang up on once its first tokens arrived (proof it runs in the
       // engine). The tiny model on a quiet CPU can make all 500 tokens before the hang-up reaches
       // vLLM (seen in CI): such a try finished normally (one more `length`, all 500 tokens) and
@@ -317,8 +430,15 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       const N = 500;
       let seen = false;
       for (let attempt = 0; attempt < 10 && !seen; attempt++) {
-        const before = { gen: (await counters()).generation, length: await metric('vllm:request_success_total', 'length'), abort: await metric('vllm:request_success_total', 'abort') };
-        const req = request(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+        const before = {
+          gen: (await counters()).generation,
+          length: await metric('vllm:request_success_total', 'length'),
+          abort: await metric('vllm:request_success_total', 'abort'),
+        };
+        const req = request(`${url()}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+        });
         const firstData = new Promise<string>((resolve) => {
           req.on('response', (res) => {
             res.once('data', () => resolve('streaming'));
@@ -327,7 +447,9 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
           req.on('error', (e) => resolve(`error ${e.message}`));
           setTimeout(() => resolve('no data within 120 s'), 120_000).unref();
         });
-        req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: N, ignore_eos: true, stream: true }));
+        req.end(
+          JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: N, ignore_eos: true, stream: true }),
+        );
         expect(await firstData).toBe('streaming');
         req.destroy();
         expect(await waitFor(async () => (await metric('vllm:num_requests_running')) === 0, 30_000, 100)).toBe(true);
@@ -376,15 +498,25 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
           '--set',
           'upgrade.benchOutputTokens=16',
         ];
-        const upgrade = (extra: string[]) => sparkctl(['upgrade', 'tiny', '--profiles', PROFILES, '--vllm-bin', bin, '--no-roll', '--json', ...wide, ...extra], { timeout: 15 * MIN });
+        const upgrade = (extra: string[]) =>
+          sparkctl(
+            ['upgrade', 'tiny', '--profiles', PROFILES, '--vllm-bin', bin, '--no-roll', '--json', ...wide, ...extra],
+            { timeout: 15 * MIN },
+          );
         const pidBefore = JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8')).pid;
-        const verdictLines = (o: { verdict?: { comparisons: Array<{ ok: boolean; check: string; canary: string; current: string }> } }) =>
-          (o.verdict?.comparisons ?? []).map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: canary ${c.canary}; current ${c.current}`).join('\n');
+        const verdictLines = (o: {
+          verdict?: { comparisons: Array<{ ok: boolean; check: string; canary: string; current: string }> };
+        }) =>
+          (o.verdict?.comparisons ?? [])
+            .map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: canary ${c.canary}; current ${c.current}`)
+            .join('\n');
         let t0 = Date.now();
         const same = await upgrade([]);
         timings['upgrade on the host: same vLLM (canary, passes)'] = Date.now() - t0;
         const a = JSON.parse(same.stdout);
-        console.info(`host upgrade, the same vLLM by another path (${timings['upgrade on the host: same vLLM (canary, passes)']} ms):\n${verdictLines(a)}`);
+        console.info(
+          `host upgrade, the same vLLM by another path (${timings['upgrade on the host: same vLLM (canary, passes)']} ms):\n${verdictLines(a)}`,
+        );
         expect(same.exitCode, `${same.stdout}\n${same.stderr}`).toBe(0);
         expect(a).toMatchObject({ status: 'compared', where: 'beside', verdict: { pass: true } });
         const exact = a.verdict.comparisons.filter((c: { check: string }) => /^(golden|chat template)/.test(c.check));
@@ -394,7 +526,9 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
         const changed = await upgrade(['--candidate-set', `engine.extraArgs=["--chat-template","${template}"]`]);
         timings['upgrade on the host: changed template (canary, fails)'] = Date.now() - t0;
         const b = JSON.parse(changed.stdout);
-        console.info(`host upgrade, a changed chat template (${timings['upgrade on the host: changed template (canary, fails)']} ms):\n${verdictLines(b)}`);
+        console.info(
+          `host upgrade, a changed chat template (${timings['upgrade on the host: changed template (canary, fails)']} ms):\n${verdictLines(b)}`,
+        );
         expect(changed.exitCode, `${changed.stdout}\n${changed.stderr}`).toBe(1);
         expect(b).toMatchObject({ status: 'canary-failed', where: 'beside' });
         expect(b.verdict.why.join('\n')).toMatch(/^chat template \(one user turn\): canary \d+ tokens, differs/m);
@@ -414,16 +548,19 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     async (ctx) => {
       expect(ours().length).toBeGreaterThanOrEqual(3);
       expect(logText()).toMatch(/non-default args: \{.*'shutdown_timeout': 30/);
-      // Streams of 480 tokens (the context is 512), three at a time, a new one within 20 ms of one ending,
-      // until stop has sent SIGTERM: on a fast or a loaded CPU alike some are running when the
-      // signal lands (one took 2-7 s on the hosts this was written on, a few ms on an AMX host), and the drain stays short.
+      // Streams of 480 tokens (the context is 512), three at a time, a new one within 20 ms of one ending, until stop
+      // has sent SIGTERM: on a fast or a loaded CPU alike some are running when the signal lands (one took 2-7 s on the
+      // hosts this was written on, a few ms on an AMX host), and the drain stays short.
       type Stream = { status?: number; firstData?: number; end?: number; text: string };
       const streams: Stream[] = [];
       let termAt: number | undefined;
       const startStream = () => {
         const s: Stream = { text: '' };
         streams.push(s);
-        const req = request(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+        const req = request(`${url()}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+        });
         req.on('response', (res) => {
           s.status = res.statusCode;
           res.on('data', (d: Buffer) => {
@@ -433,14 +570,24 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
           res.on('close', () => (s.end = Date.now()));
         });
         req.on('error', () => (s.end = Date.now()));
-        req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: 480, ignore_eos: true, stream: true }));
+        req.end(
+          JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: 480, ignore_eos: true, stream: true }),
+        );
       };
       startStream();
       expect(await waitFor(() => streams[0]!.firstData !== undefined, 60_000, 20)).toBe(true);
-      const feeder = setInterval(() => termAt === undefined && streams.filter((s) => s.end === undefined).length < 3 && startStream(), 20);
+      const feeder = setInterval(
+        () => termAt === undefined && streams.filter((s) => s.end === undefined).length < 3 && startStream(),
+        20,
+      );
       const t0 = Date.now();
       // execa itself (cli() is async): its stderr says when SIGTERM went out
-      const stopping = execa(process.execPath, [BIN, 'stop', 'tiny', '--json'], { reject: false, cwd: ROOT, timeout: 3 * MIN, env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK, ...env() } });
+      const stopping = execa(process.execPath, [BIN, 'stop', 'tiny', '--json'], {
+        reject: false,
+        cwd: ROOT,
+        timeout: 3 * MIN,
+        env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK, ...env() },
+      });
       stopping.stderr.on('data', (d: Buffer) => {
         if (termAt === undefined && /tiny-0: SIGTERM/.test(d.toString())) termAt = Date.now();
       });
@@ -457,12 +604,25 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       const running = streams.filter((s) => s.status === 200 && s.firstData! < termAt!);
       const drainedByUs = running.filter((s) => s.end! > termAt!);
       const finish = (s: Stream) => [...s.text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]).at(-1);
-      const unfinished = running.filter((s) => finish(s) !== 'length').map((s) => `first data ${s.firstData! - termAt!} ms, end ${s.end! - termAt!} ms: ${s.text.slice(-300)}`);
+      const unfinished = running
+        .filter((s) => finish(s) !== 'length')
+        .map((s) => `first data ${s.firstData! - termAt!} ms, end ${s.end! - termAt!} ms: ${s.text.slice(-300)}`);
       expect(unfinished, 'every stream running at SIGTERM ends with length').toEqual([]);
       expect(running.every((s) => s.text.includes('data: [DONE]'))).toBe(true);
-      expect(o).toMatchObject({ result: 'stopped', requests: { kind: 'drained' }, graceMs: 45_000, portFree: true, removed: true });
+      expect(o).toMatchObject({
+        result: 'stopped',
+        requests: { kind: 'drained' },
+        graceMs: 45_000,
+        portFree: true,
+        removed: true,
+      });
       expect(o.requests.count).toBeGreaterThanOrEqual(drainedByUs.length);
-      expect(o.evidence).toEqual(expect.arrayContaining([expect.stringContaining('mode=drain timeout=30s'), expect.stringContaining('request processing complete')]));
+      expect(o.evidence).toEqual(
+        expect.arrayContaining([
+          expect.stringContaining('mode=drain timeout=30s'),
+          expect.stringContaining('request processing complete'),
+        ]),
+      );
       expect(o.ms).toBeLessThan(30_000);
       timings['drain stop'] = took;
       console.info(
@@ -477,8 +637,15 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       // CPU finished every stream first (a 480-token stream in a few ms on an AMX host), the run proves
       // stop and the cleanup above but not the drain: said so, as a skip with where each stream stood.
       if (!drainedByUs.length) {
-        const timeline = streams.map((s) => `first data ${s.firstData === undefined ? '-' : s.firstData - termAt!} ms, end ${s.end === undefined ? '-' : s.end - termAt!} ms`).join('; ');
-        ctx.skip(`no stream was still running when SIGTERM landed (against SIGTERM: ${timeline}): the drain is not shown by this run`);
+        const timeline = streams
+          .map(
+            (s) =>
+              `first data ${s.firstData === undefined ? '-' : s.firstData - termAt!} ms, end ${s.end === undefined ? '-' : s.end - termAt!} ms`,
+          )
+          .join('; ');
+        ctx.skip(
+          `no stream was still running when SIGTERM landed (against SIGTERM: ${timeline}): the drain is not shown by this run`,
+        );
       }
     },
     4 * MIN,
@@ -486,7 +653,13 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
 
   // ---- real launch failures, in sequence under the same instance name (tiny-0): each launch's
   // cause is read from what that launch wrote, never from the earlier ones still in the log.
-  const failure = (name: string, run: () => Promise<Awaited<ReturnType<typeof serve>>>, id: string, cause: RegExp, fix: RegExp) =>
+  const failure = (
+    name: string,
+    run: () => Promise<Awaited<ReturnType<typeof serve>>>,
+    id: string,
+    cause: RegExp,
+    fix: RegExp,
+  ) =>
     it(
       `launch failure: ${name} -> ${id}`,
       async () => {
@@ -498,7 +671,10 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
         for (const x of j.replicas ?? []) if (x.pid > 0) groups.add(x.pid);
         expect(j).toMatchObject({ kind: 'serve', status: 'launch-failed', exitCode: 4 });
         // This launch's cause, from what this launch wrote (the log still holds the earlier launches).
-        expect({ id: j.failure.cause, text: j.failure.text }, JSON.stringify(j.failure)).toMatchObject({ id, text: expect.stringMatching(cause) });
+        expect({ id: j.failure.cause, text: j.failure.text }, JSON.stringify(j.failure)).toMatchObject({
+          id,
+          text: expect.stringMatching(cause),
+        });
         expect(j.failure.fix).toMatch(fix);
         expect(ours()).toEqual([]);
         expect(instances()).toEqual([]);
@@ -510,7 +686,8 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
   failure(
     'port in use (someone else listens on it)',
     async () => {
-      // It closes what it accepts: a squatter that leaves sockets unread keeps them in CLOSE-WAIT and close() never ends.
+      // It closes what it accepts: a squatter that leaves sockets unread keeps them in CLOSE-WAIT and close() never
+      // ends.
       squatter = createServer((s) => s.destroy()).listen(port, '127.0.0.1');
       await new Promise((r, j) => squatter!.once('listening', r).once('error', j));
       try {
@@ -541,7 +718,10 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
         env: { HF_HUB_OFFLINE: '1', SPARKCTL_TEST_CASE: marker },
       });
       expect(real.exitCode).toBe(2);
-      expect(classifyLog(String(real.stderr))).toMatchObject({ id: 'unrecognized-argument', cause: expect.stringContaining('--no-such-flag') });
+      expect(classifyLog(String(real.stderr))).toMatchObject({
+        id: 'unrecognized-argument',
+        cause: expect.stringContaining('--no-such-flag'),
+      });
     },
     6 * MIN,
   );
@@ -555,7 +735,9 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
   it('a KV cache the planner knows is too small for one request: exit 2 before any launch, in bytes that show it, with the fix', async () => {
     const r = await serve(['engine.kvCacheMemoryBytes=65536'], ['--json']);
     expect(r.exitCode, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/engine\.maxModelLen: 512 tokens need 256\.00 KiB of KV cache per GPU; 64\.00 KiB is set by engine\.kvCacheMemoryBytes/);
+    expect(r.stderr).toMatch(
+      /engine\.maxModelLen: 512 tokens need 256\.00 KiB of KV cache per GPU; 64\.00 KiB is set by engine\.kvCacheMemoryBytes/,
+    );
     expect(r.stderr).toMatch(/--set engine\.maxModelLen=128/);
     expect(ours()).toEqual([]);
     expect(instances()).toEqual([]);
@@ -569,7 +751,13 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     /max model len 512 (needs (more|[\d.]+ [MG]iB of)? KV cache|does not fit in the KV cache)/,
     /engine\.maxModelLen/,
   );
-  failure('missing model path', () => serve(['model.path=.cache/no-such-model'], ['--json']), 'model-not-found', /the model could not be found/, /model\.path/);
+  failure(
+    'missing model path',
+    () => serve(['model.path=.cache/no-such-model'], ['--json']),
+    'model-not-found',
+    /the model could not be found/,
+    /model\.path/,
+  );
 
   it(
     'kill -9 of the real API server: its EngineCore is left, status says so, stop finds and stops it',

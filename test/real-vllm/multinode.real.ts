@@ -24,7 +24,12 @@ describe.skipIf(!!why)("real vLLM over two netns nodes, vLLM's own --nnodes laun
   let cl: Cluster;
   let nodes2: string;
   let port: number;
-  const run = (args: string[], timeout = 60_000) => cli(args, { env: { SPARKCTL_STATE_DIR: join(work, 'state'), SPARKCTL_TEST_CASE: marker, ...cl.env }, cwd: ROOT, timeout });
+  const run = (args: string[], timeout = 60_000) =>
+    cli(args, {
+      env: { SPARKCTL_STATE_DIR: join(work, 'state'), SPARKCTL_TEST_CASE: marker, ...cl.env },
+      cwd: ROOT,
+      timeout,
+    });
 
   beforeAll(async () => {
     // made here: a skipped suite leaves no folder behind
@@ -79,19 +84,40 @@ describe.skipIf(!!why)("real vLLM over two netns nodes, vLLM's own --nnodes laun
       ]);
       expect(plan.exitCode, plan.stderr).toBe(0);
       const steps = JSON.parse(plan.stdout).steps;
-      expect(steps.map((s: { argv: string[][] }) => s.argv[0]!.slice(s.argv[0]!.indexOf('--nnodes')).join(' '))).toEqual([
+      expect(
+        steps.map((s: { argv: string[][] }) => s.argv[0]!.slice(s.argv[0]!.indexOf('--nnodes')).join(' ')),
+      ).toEqual([
         `--nnodes 2 --node-rank 0 --master-addr ${cl.addresses[0]} --master-port ${readFileSync(nodes2, 'utf8').match(/masterPort: (\d+)/)![1]}`,
         `--nnodes 2 --node-rank 1 --master-addr ${cl.addresses[0]} --master-port ${readFileSync(nodes2, 'utf8').match(/masterPort: (\d+)/)![1]} --headless`,
       ]);
       const t0 = Date.now();
       const r = await run(
-        ['serve', 'tiny-2n', '--profiles', profiles, '--nodes', nodes2, '--engine', 'vllm', '--vllm-bin', join(ROOT, VLLM_BIN), '--set', `server.port=${port}`, '--no-prewarm'],
+        [
+          'serve',
+          'tiny-2n',
+          '--profiles',
+          profiles,
+          '--nodes',
+          nodes2,
+          '--engine',
+          'vllm',
+          '--vllm-bin',
+          join(ROOT, VLLM_BIN),
+          '--set',
+          `server.port=${port}`,
+          '--no-prewarm',
+        ],
         12 * MIN,
       );
-      console.info(`[multinode] serve --nodes (real vLLM, 2 ranks) exit ${r.exitCode} after ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      console.info(
+        `[multinode] serve --nodes (real vLLM, 2 ranks) exit ${r.exitCode} after ${((Date.now() - t0) / 1000).toFixed(0)} s`,
+      );
       if (r.exitCode !== 0) {
         // what vLLM itself said, for the report: each rank's log on its node
-        for (const i of [0, 1]) console.info(`[multinode] n${i}'s rank log:\n${cl.exec(i, `tail -n 60 $HOME/.local/state/sparkctl/logs/tiny-2n-0-rank${i}.log`).stdout}`);
+        for (const i of [0, 1])
+          console.info(
+            `[multinode] n${i}'s rank log:\n${cl.exec(i, `tail -n 60 $HOME/.local/state/sparkctl/logs/tiny-2n-0-rank${i}.log`).stdout}`,
+          );
         const probe = await fetch(`http://${cl.addresses[0]}:${port}/v1/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
@@ -118,7 +144,8 @@ describe.skipIf(!!why)("real vLLM over two netns nodes, vLLM's own --nnodes laun
       expect(((await c.json()) as any).usage.completion_tokens).toBeGreaterThan(0);
       const stop = await run(['stop', 'tiny-2n', '--nodes', nodes2], 3 * MIN);
       expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
-      for (const i of [0, 1]) expect(stop.stdout).toMatch(new RegExp(`vLLM rank ${i} on n${i}: (stopped \\(SIGTERM\\)|killed)`));
+      for (const i of [0, 1])
+        expect(stop.stdout).toMatch(new RegExp(`vLLM rank ${i} on n${i}: (stopped \\(SIGTERM\\)|killed)`));
       for (const i of [0, 1]) expect(cl.processes(i).filter((p) => /vllm|VLLM/.test(p))).toEqual([]);
     },
     15 * MIN,

@@ -25,7 +25,12 @@ const sets = [
 
 describe.skipIf(Boolean(why))('real vLLM serves what sparkctl pull wrote, offline, with no profile', () => {
   oneRealVllmAtATime('real-vLLM pull');
-  const t = isolated({ prefix: 'sparkctl-real-pull-', stopArgs: ['--grace', '20'], per: 'suite', hookTimeoutMs: 2 * MIN });
+  const t = isolated({
+    prefix: 'sparkctl-real-pull-',
+    stopArgs: ['--grace', '20'],
+    per: 'suite',
+    hookTimeoutMs: 2 * MIN,
+  });
   const newDir = tempDirs('sparkctl-real-pull-cache-');
   let hub: HubHandle;
   let cache: string;
@@ -41,13 +46,32 @@ describe.skipIf(Boolean(why))('real vLLM serves what sparkctl pull wrote, offlin
   it(
     'pull, then serve tiny/qwen3: vLLM loads sparkctl snapshot with HF_HUB_OFFLINE=1 and answers; the Hub is not asked again',
     async () => {
-      const pulled = await cli(['pull', 'tiny/qwen3'], { cwd: ROOT, env: { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache } });
+      const pulled = await cli(['pull', 'tiny/qwen3'], {
+        cwd: ROOT,
+        env: { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache },
+      });
       expect(pulled.exitCode, pulled.stderr).toBe(0);
       const asked = hub.requests.length;
       const port = await freePort();
       // No HF_HUB_OFFLINE here: serve must set it; the endpoint is a closed port, so any Hub call would fail.
-      const env = t.env({ HF_HUB_CACHE: cache, HF_ENDPOINT: 'http://127.0.0.1:9', VLLM_NO_USAGE_STATS: '1', HF_HUB_DISABLE_TELEMETRY: '1' });
-      const args = ['serve', 'tiny/qwen3', '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--gpus', '1', ...[...sets, `server.port=${port}`].flatMap((s) => ['--set', s])];
+      const env = t.env({
+        HF_HUB_CACHE: cache,
+        HF_ENDPOINT: 'http://127.0.0.1:9',
+        VLLM_NO_USAGE_STATS: '1',
+        HF_HUB_DISABLE_TELEMETRY: '1',
+      });
+      const args = [
+        'serve',
+        'tiny/qwen3',
+        '--engine',
+        'vllm',
+        '--vllm-bin',
+        VLLM_BIN,
+        '--skip-preflight',
+        '--gpus',
+        '1',
+        ...[...sets, `server.port=${port}`].flatMap((s) => ['--set', s]),
+      ];
       const dry = await cli([...args, '--dry-run', '--json'], { cwd: ROOT, env });
       expect(dry.exitCode, dry.stderr).toBe(0);
       const planned = JSON.parse(dry.stdout);
@@ -61,7 +85,9 @@ describe.skipIf(Boolean(why))('real vLLM serves what sparkctl pull wrote, offlin
         const logName = existsSync(logs) ? readdirSync(logs).find((f) => f.endsWith('.log')) : undefined;
         const log = logName ? readFileSync(join(logs, logName), 'utf8') : '';
         expect(serve.exitCode, `${serve.stdout}\n${serve.stderr}\n${log.slice(-3000)}`).toBe(0);
-        const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })).json()) as { data: Array<{ id: string; root?: string }> };
+        const models = (await (
+          await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })
+        ).json()) as { data: Array<{ id: string; root?: string }> };
         expect(models.data.map((x) => x.id)).toEqual([served]);
         const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
           method: 'POST',
@@ -70,7 +96,9 @@ describe.skipIf(Boolean(why))('real vLLM serves what sparkctl pull wrote, offlin
           signal: AbortSignal.timeout(60_000),
         });
         expect(res.status).toBe(200);
-        expect(((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBeGreaterThan(0);
+        expect(
+          ((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens,
+        ).toBeGreaterThan(0);
         expect(hub.requests.length).toBe(asked);
       } finally {
         const stop = await cli(['stop', '--all', '--grace', '30'], { cwd: ROOT, env, timeout: 2 * MIN });

@@ -12,7 +12,10 @@ export const VLLM_BIN = '.venv-vllm/bin/vllm';
 export const VENV_PYTHON = join(ROOT, '.venv-vllm', 'bin', 'python');
 export const MODEL_DIR = join(ROOT, '.cache', 'tiny-qwen3');
 export const PROFILES = join(ROOT, 'test', 'real-vllm', 'profiles');
-/** The CPU build's overrides (threads unbound, no sampler compile, 15 min to start) and the tiny pair of profiles: shared with scripts/ */
+/**
+ * The CPU build's overrides (threads unbound, no sampler compile, 15 min to start) and the tiny pair of profiles:
+ * shared with scripts/
+ */
 export { CPU_VLLM, copyTinyPair } from '../../scripts/lib/serve-args.mjs';
 const MAKE_MODEL = join(ROOT, '..', 'shared', 'real-vllm', 'make_tiny_model.py');
 
@@ -21,15 +24,30 @@ const MAKE_MODEL = join(ROOT, '..', 'shared', 'real-vllm', 'make_tiny_model.py')
  * the venv's vllm and no preflight (no GPU here), then extra flags (--set ..., --json).
  */
 export function serveReal(name: string, profilesDir: string, port: number, extra: string[] = []): string[] {
-  return ['serve', name, '--profiles', profilesDir, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--set', `server.port=${port}`, ...extra];
+  return [
+    'serve',
+    name,
+    '--profiles',
+    profilesDir,
+    '--engine',
+    'vllm',
+    '--vllm-bin',
+    VLLM_BIN,
+    '--skip-preflight',
+    '--set',
+    `server.port=${port}`,
+    ...extra,
+  ];
 }
 
 /** Why the real-vLLM suite cannot run here, or undefined when it can. Makes the tiny model when only it is missing. */
 export function realVllmUnavailable(): string | undefined {
   if (process.env.SPARKCTL_SKIP_REAL_VLLM) return `SPARKCTL_SKIP_REAL_VLLM: ${process.env.SPARKCTL_SKIP_REAL_VLLM}`;
-  if (!existsSync(join(ROOT, VLLM_BIN))) return 'no real vLLM in .venv-vllm (.ci/run installs it from ../shared/real-vllm when that is there)';
+  if (!existsSync(join(ROOT, VLLM_BIN)))
+    return 'no real vLLM in .venv-vllm (.ci/run installs it from ../shared/real-vllm when that is there)';
   if (!existsSync(join(MODEL_DIR, 'config.json'))) {
-    if (!existsSync(MAKE_MODEL)) return 'no tiny model in .cache/tiny-qwen3 and no ../shared/real-vllm/make_tiny_model.py to make it';
+    if (!existsSync(MAKE_MODEL))
+      return 'no tiny model in .cache/tiny-qwen3 and no ../shared/real-vllm/make_tiny_model.py to make it';
     const r = execaSync(VENV_PYTHON, [MAKE_MODEL, MODEL_DIR], { reject: false, timeout: 300_000 });
     if (r.exitCode !== 0) return `making the tiny model failed: ${String(r.stderr).split('\n').slice(-3).join(' | ')}`;
   }
@@ -61,7 +79,11 @@ export function oneRealVllmAtATime(label: string): void {
  * The end of a real-vLLM suite that ran a gateway: the gateway down, every server stopped (20 s to
  * drain), the state folder gone; a process of the run still there is killed and fails the suite.
  */
-export async function endGatewaySuite(sparkctl: (args: string[], timeout?: number) => Promise<unknown>, state: string, marker: string): Promise<void> {
+export async function endGatewaySuite(
+  sparkctl: (args: string[], timeout?: number) => Promise<unknown>,
+  state: string,
+  marker: string,
+): Promise<void> {
   await sparkctl(['gateway', 'down']);
   await sparkctl(['stop', '--all', '--grace', '20'], 2 * 60_000);
   const left = processesMarked(marker);

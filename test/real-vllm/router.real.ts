@@ -21,9 +21,13 @@ import { realVllmUnavailable, VLLM_BIN, PROFILES, oneRealVllmAtATime } from './r
 // Opt-in: two real vLLMs and two restarts took 6.5-7 min here (serve 70-107 s, restart 240-318 s
 // at load 8-14; 2 of 2 runs passed with 0 failed streams), over a CI suite's budget.
 const why =
-  (process.env.SPARKCTL_REAL_VLLM_ROUTER === '1' ? undefined : 'SPARKCTL_REAL_VLLM_ROUTER=1 runs it (two real vLLMs and a rolling restart: about 7 min on 2 loaded cores)') ??
+  (process.env.SPARKCTL_REAL_VLLM_ROUTER === '1'
+    ? undefined
+    : 'SPARKCTL_REAL_VLLM_ROUTER=1 runs it (two real vLLMs and a rolling restart: about 7 min on 2 loaded cores)') ??
   realVllmUnavailable() ??
-  (existsSync('/usr/sbin/haproxy') ? undefined : 'no /usr/sbin/haproxy (apt-get install haproxy; .ci/run installs it where it can)');
+  (existsSync('/usr/sbin/haproxy')
+    ? undefined
+    : 'no /usr/sbin/haproxy (apt-get install haproxy; .ci/run installs it where it can)');
 if (why) console.warn(`real-vLLM router suite skipped: ${why}`);
 const MIN = 60_000;
 const TOKENS = 16;
@@ -66,7 +70,10 @@ const at = () => [
 ];
 
 interface Streamed {
-  /** completion tokens, as the final usage chunk counts them (a chunk may carry several: the detokenizer holds back partial characters) */
+  /**
+   * completion tokens, as the final usage chunk counts them (a chunk may carry several: the detokenizer holds back
+   * partial characters)
+   */
   tokens: number;
   finish?: string;
   done: boolean;
@@ -81,7 +88,14 @@ async function stream(): Promise<Streamed> {
     const r = await fetch(`http://127.0.0.1:${base}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'tiny-qwen3', prompt: 'The quick brown fox jumps over the lazy dog', max_tokens: TOKENS, ignore_eos: true, stream: true, stream_options: { include_usage: true } }),
+      body: JSON.stringify({
+        model: 'tiny-qwen3',
+        prompt: 'The quick brown fox jumps over the lazy dog',
+        max_tokens: TOKENS,
+        ignore_eos: true,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
       signal: AbortSignal.timeout(5 * MIN),
     });
     if (r.status !== 200) return { tokens, done: false, error: `HTTP ${r.status}: ${(await r.text()).slice(0, 200)}` };
@@ -127,10 +141,17 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the router', () => {
     'two tiny replicas behind HAProxy; a rolling restart with clients streaming through it: no stream fails, each replica drained one in flight',
     async (ctx) => {
       const t0 = Date.now();
-      const r = await sparkctl(['serve', 'tiny', '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--router', ...at()], 10 * MIN);
+      const r = await sparkctl(
+        ['serve', 'tiny', '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--router', ...at()],
+        10 * MIN,
+      );
       expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
       expect(r.stdout).toMatch(/router: http:\/\/127\.0\.0\.1:\d+\/v1 \(HAProxy pid \d+, leastconn over 2 replica/);
-      const st = JSON.parse(String((await sparkctl(['status', '--json'])).stdout)).instances as Array<{ name: string; pid: number; role?: string }>;
+      const st = JSON.parse(String((await sparkctl(['status', '--json'])).stdout)).instances as Array<{
+        name: string;
+        pid: number;
+        role?: string;
+      }>;
       for (const i of st) groups.add(i.pid);
       const serveS = (Date.now() - t0) / 1000;
 
@@ -169,7 +190,9 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the router', () => {
       let seen = '';
       child.stderr?.on('data', (d: Buffer) => {
         seen += d.toString('utf8');
-        for (const m of seen.matchAll(/(tiny-\d): drained in [^\n]*?(?:\((\d+) requests? in flight when it began\))?\n/g)) {
+        for (const m of seen.matchAll(
+          /(tiny-\d): drained in [^\n]*?(?:\((\d+) requests? in flight when it began\))?\n/g,
+        )) {
           if (!inFlightAtDrain.has(m[1]!)) {
             inFlightAtDrain.set(m[1]!, Number(m[2] ?? 0));
             busy = false;
@@ -191,10 +214,15 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the router', () => {
       expect(bad, 'streams that did not finish').toEqual([]);
       expect(results.length - before).toBeGreaterThanOrEqual(CLIENTS);
       expect([...inFlightAtDrain.keys()].sort()).toEqual(['tiny-0', 'tiny-1']);
-      const after = JSON.parse(String((await sparkctl(['status', '--json'])).stdout)).instances as Array<{ name: string; pid: number; role?: string }>;
+      const after = JSON.parse(String((await sparkctl(['status', '--json'])).stdout)).instances as Array<{
+        name: string;
+        pid: number;
+        role?: string;
+      }>;
       for (const i of after) groups.add(i.pid);
       expect(after.find((x) => x.role === 'router')!.pid).toBe(st.find((x) => x.role === 'router')!.pid);
-      for (const b of st.filter((x) => !x.role)) expect(after.find((x) => x.name === b.name)!.pid, b.name).not.toBe(b.pid);
+      for (const b of st.filter((x) => !x.role))
+        expect(after.find((x) => x.name === b.name)!.pid, b.name).not.toBe(b.pid);
       const p = await sparkctl(['probe', 'tiny-router', '--no-history'], 2 * MIN);
       expect(p.stdout, p.stderr).toMatch(/tiny-router healthy/);
       // The drain itself is shown for a replica only where a stream was in flight on it as its drain
@@ -202,7 +230,10 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the router', () => {
       // between them: the run then proves the restart and every stream above, not that drain, and
       // says so as a skip.
       const idle = [...inFlightAtDrain].filter(([, n]) => n < 1).map(([name]) => name);
-      if (idle.length) ctx.skip(`no stream was in flight on ${idle.join(', ')} when its drain began (${JSON.stringify(Object.fromEntries(inFlightAtDrain))}): that drain is not shown by this run`);
+      if (idle.length)
+        ctx.skip(
+          `no stream was in flight on ${idle.join(', ')} when its drain began (${JSON.stringify(Object.fromEntries(inFlightAtDrain))}): that drain is not shown by this run`,
+        );
     },
     30 * MIN,
   );

@@ -8,7 +8,10 @@ import yaml from 'js-yaml';
 import { expect } from 'vitest';
 import { PROFILES } from './real.js';
 
-/** A suite's clock: each step's time by name (`took`), and the line its afterAll prints: "LABEL: N s in all; step X s, ...". */
+/**
+ * A suite's clock: each step's time by name (`took`), and the line its afterAll prints: "LABEL: N s in all; step X s,
+ * ...".
+ */
 export function suiteClock(label: string, digits = 1) {
   const started = Date.now();
   const took: Record<string, number> = {};
@@ -32,8 +35,14 @@ export function suiteClock(label: string, digits = 1) {
 
 type Run = { exitCode?: number; stdout: string; stderr: string };
 
-/** A start (serve or restart) timed under `key` on `clock`, which must exit 0; the failure shows the ends of its output. */
-export async function started<R extends Run>(clock: ReturnType<typeof suiteClock>, key: string, start: () => Promise<R>): Promise<R> {
+/**
+ * A start (serve or restart) timed under `key` on `clock`, which must exit 0; the failure shows the ends of its output.
+ */
+export async function started<R extends Run>(
+  clock: ReturnType<typeof suiteClock>,
+  key: string,
+  start: () => Promise<R>,
+): Promise<R> {
   const r = await clock.timed(key, start);
   expect(r.exitCode, `${r.stdout.slice(-2000)}\n${r.stderr.slice(-3000)}`).toBe(0);
   return r;

@@ -14,7 +14,13 @@ export const CANDIDATE_LABEL = 'io.sparkctl.test.upgrade-candidate';
  * not judged (the widest limits the schema takes); the greedy answers and the chat template decide here.
  * The ratios' judgement is the simulator's e2e (test/e2e/upgrade.test.ts: a canary 3x slower fails).
  */
-export const UPGRADE_SETTINGS = { ttftRatio: 100, tpotRatio: 100, throughputRatio: 0, benchRequests: 4, benchOutputTokens: 16 };
+export const UPGRADE_SETTINGS = {
+  ttftRatio: 100,
+  tpotRatio: 100,
+  throughputRatio: 0,
+  benchRequests: 4,
+  benchOutputTokens: 16,
+};
 
 // The tiny model's own template (tokenizer_config.json) with one change a template release makes: a
 // default system prompt when the conversation has none (as Qwen2.5's template does). The rest is as it was.
@@ -47,7 +53,13 @@ export function templatedContext(dir: string, from: string, venv: string): strin
   chmodSync(join(dir, 'vllm'), 0o755);
   writeFileSync(
     join(dir, 'Containerfile'),
-    [`FROM ${from}`, 'COPY chat-template.jinja /opt/sparkctl-test/chat-template.jinja', 'COPY vllm /usr/local/bin/vllm', `LABEL ${CANDIDATE_LABEL}=template`, ''].join('\n'),
+    [
+      `FROM ${from}`,
+      'COPY chat-template.jinja /opt/sparkctl-test/chat-template.jinja',
+      'COPY vllm /usr/local/bin/vllm',
+      `LABEL ${CANDIDATE_LABEL}=template`,
+      '',
+    ].join('\n'),
   );
   return dir;
 }
@@ -62,7 +74,19 @@ export function rebuildContext(dir: string, from: string): string {
 export type Comparison = { check: string; ok: boolean; canary: string; current: string };
 
 export const showVerdict = (label: string, comparisons: Comparison[]) =>
-  console.info(`${label}:\n${comparisons.map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: canary ${c.canary}; current ${c.current}`).join('\n')}`);
+  console.info(
+    `${label}:\n${comparisons.map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: canary ${c.canary}; current ${c.current}`).join('\n')}`,
+  );
 
-/** The six exact checks a rebuild of the same image must pass identically (the golden prompts and the template's renderings). */
-export const EXACT_CHECKS = ['golden "arithmetic"', 'golden "list"', 'golden "code"', 'golden "chat"', 'chat template (one user turn)', 'chat template (a conversation)'];
+/**
+ * The six exact checks a rebuild of the same image must pass identically (the golden prompts and the template's
+ * renderings).
+ */
+export const EXACT_CHECKS = [
+  'golden "arithmetic"',
+  'golden "list"',
+  'golden "code"',
+  'golden "chat"',
+  'chat template (one user turn)',
+  'chat template (a conversation)',
+];

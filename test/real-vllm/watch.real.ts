@@ -27,9 +27,15 @@ const why = realVllmUnavailable();
 if (why) console.warn(`real-vLLM watch suite skipped: ${why}`);
 const MIN = 60_000;
 const SOAK_MS = (Number(process.env.SPARKCTL_WATCH_SOAK_S) || 20) * 1000;
-/** The window the watcher runs with here (the policy's floor is 20 s; 10 s keeps the file short and is still 10 readings). */
+/**
+ * The window the watcher runs with here (the policy's floor is 20 s; 10 s keeps the file short and is still 10
+ * readings).
+ */
 const WINDOW_S = 10;
-/** The settings the server runs with: 2 sequences at a time, prompts up to 2048 tokens, prefilled 16 tokens a step into blocks of 16 (a GPU's default; the CPU backend's is 128). */
+/**
+ * The settings the server runs with: 2 sequences at a time, prompts up to 2048 tokens, prefilled 16 tokens a step into
+ * blocks of 16 (a GPU's default; the CPU backend's is 128).
+ */
 const SETS = ['engine.maxNumSeqs=2', 'engine.maxModelLen=2048', 'engine.maxNumBatchedTokens=16', 'engine.blockSize=16'];
 
 let state: string;
@@ -40,7 +46,12 @@ const timings: Record<string, number> = {};
 const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker });
 const sparkctl = (args: string[], timeout = MIN) => cli(args, { env: env(), cwd: ROOT, timeout });
 const url = () => `http://127.0.0.1:${port}`;
-const instance = () => JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8')) as { pid: number; pgid: number; startTime: number };
+const instance = () =>
+  JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8')) as {
+    pid: number;
+    pgid: number;
+    startTime: number;
+  };
 const groups = new Set<number>();
 const ours = () => [...new Set([...processesMarked(marker), ...[...groups].flatMap((g) => groupMembers(g))])].sort();
 
@@ -51,10 +62,20 @@ interface Ev extends WatchEvent {
 
 let w: Watcher<Ev>;
 const watcher = (args: string[]) => watch<Ev>(args, { env: env(), cwd: ROOT });
-const summary = (evs: Ev[]) => JSON.stringify(evs.filter((e) => e.event !== 'probe').map((e) => ({ e: e.event, v: e.verdict, a: e.action, why: String(e.why ?? '').slice(0, 160) })));
+const summary = (evs: Ev[]) =>
+  JSON.stringify(
+    evs
+      .filter((e) => e.event !== 'probe')
+      .map((e) => ({ e: e.event, v: e.verdict, a: e.action, why: String(e.why ?? '').slice(0, 160) })),
+  );
 
 const complete = (body: object, signal: AbortSignal) =>
-  fetch(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny-qwen3', temperature: 0, ...body }), signal });
+  fetch(`${url()}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'tiny-qwen3', temperature: 0, ...body }),
+    signal,
+  });
 /**
  * One completion on a connection of its own (no keep-alive): a pooled connection that uvicorn closed
  * after its 5 s idle timeout fails the next request with "other side closed" before the server saw
@@ -65,7 +86,12 @@ function once(body: object, timeoutMs: number): Promise<{ status: number; text: 
     const data = JSON.stringify({ model: 'tiny-qwen3', temperature: 0, ...body });
     const req = httpRequest(
       `${url()}/v1/completions`,
-      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, timeout: timeoutMs },
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+        timeout: timeoutMs,
+      },
       (res) => {
         let text = '';
         res.on('data', (d: Buffer) => (text += d.toString()));
@@ -100,13 +126,20 @@ async function stream(signal: AbortSignal, prompt = 'stream', tokens = 1500): Pr
     }
   })();
 }
-const metrics = async () => engineNumbers(await (await fetch(`${url()}/metrics`, { signal: AbortSignal.timeout(10_000) })).text());
+const metrics = async () =>
+  engineNumbers(await (await fetch(`${url()}/metrics`, { signal: AbortSignal.timeout(10_000) })).text());
 /** A prompt of `n` tokens exactly, by the server's own tokenizer. */
 async function promptOf(n: number, seed = ''): Promise<string> {
   // a seed first: another seed shares no cached block with this prompt (prefix caching hashes blocks from the start)
   let text = `${seed}${'near the limit '.repeat(Math.ceil(n / 3))}`;
   for (let i = 0; i < 6; i++) {
-    const r = (await (await fetch(`${url()}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny-qwen3', prompt: text }) })).json()) as {
+    const r = (await (
+      await fetch(`${url()}/tokenize`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tiny-qwen3', prompt: text }),
+      })
+    ).json()) as {
       count: number;
     };
     if (r.count === n) return text;
@@ -117,7 +150,10 @@ async function promptOf(n: number, seed = ''): Promise<string> {
 
 async function serve(): Promise<void> {
   const t0 = Date.now();
-  const r = await sparkctl(serveReal('tiny', PROFILES, port, [...SETS.flatMap((s) => ['--set', s]), '--no-prewarm']), 12 * MIN);
+  const r = await sparkctl(
+    serveReal('tiny', PROFILES, port, [...SETS.flatMap((s) => ['--set', s]), '--no-prewarm']),
+    12 * MIN,
+  );
   timings.serve = Date.now() - t0;
   expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
   groups.add(instance().pgid);
@@ -131,9 +167,14 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
     port = await freePort();
     await serve();
     w = watcher(['--all', '--interval', '1s', '--window', `${WINDOW_S}s`, '--probe-timeout', '3s']);
-    expect(await waitFor(() => w.events.some((e) => e.event === 'verdict' && e.verdict === 'healthy'), 30_000), w.err()).toBe(true);
+    expect(
+      await waitFor(() => w.events.some((e) => e.event === 'verdict' && e.verdict === 'healthy'), 30_000),
+      w.err(),
+    ).toBe(true);
   }, 14 * MIN);
-  beforeEach((ctx) => console.info(`[real-vllm watch ${((Date.now() - started) / 1000).toFixed(0)} s] ${ctx.task.name}`));
+  beforeEach((ctx) =>
+    console.info(`[real-vllm watch ${((Date.now() - started) / 1000).toFixed(0)} s] ${ctx.task.name}`),
+  );
   afterAll(async () => {
     const code = await w?.stop();
     await sparkctl(['stop', '--all', '--grace', '10']);
@@ -214,7 +255,10 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
       else {
         const first = inOrder[0]!;
         const last = [...mid].sort((a, b) => b.sent - a.sent)[0]!;
-        expect(last.kv, `KV cache usage moved during the prefill while prompt_tokens_total stood still (readings ${apart} ms apart in a ${requestMs} ms request)`).toBeGreaterThan(first.kv!);
+        expect(
+          last.kv,
+          `KV cache usage moved during the prefill while prompt_tokens_total stood still (readings ${apart} ms apart in a ${requestMs} ms request)`,
+        ).toBeGreaterThan(first.kv!);
       }
 
       // the soak: 8 requests at a time on a server that runs 2, plus near-limit prompts, for SOAK_MS. Four
@@ -243,7 +287,10 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
             .split('\n')
             .filter((l) => re.test(l))
             .reduce((a, l) => a + Number(l.trim().split(/\s+/).pop()), 0);
-        return sum(/^vllm:request_queue_time_seconds_count[{ ]/) - sum(/^vllm:request_queue_time_seconds_bucket\{.*le="0\.3"/);
+        return (
+          sum(/^vllm:request_queue_time_seconds_count[{ ]/) -
+          sum(/^vllm:request_queue_time_seconds_bucket\{.*le="0\.3"/)
+        );
       };
       const queuedBefore = await queuedPast();
       // the server's own numbers through the soak: that requests waited is read here, not taken from the
@@ -256,7 +303,11 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
           await sleep(250);
         }
       })();
-      await Promise.all([...Array.from({ length: 8 }, (_, i) => loop({ prompt: `soak ${i}`, max_tokens: 400, ignore_eos: true })), loop({ prompt, max_tokens: 4 }), sample]);
+      await Promise.all([
+        ...Array.from({ length: 8 }, (_, i) => loop({ prompt: `soak ${i}`, max_tokens: 400, ignore_eos: true })),
+        loop({ prompt, max_tokens: 4 }),
+        sample,
+      ]);
       timings.soak = Date.now() - t0;
       await sleep(2000);
       const evs = w.events.slice(from);
@@ -265,12 +316,20 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
         `[real-vllm watch] soak ${(timings.soak / 1000).toFixed(0)} s: ${answeredN} answered; ${waited.filter((n) => n > 0).length} of ${waited.length} readings with requests waiting; verdicts ${verdicts.join(', ')}`,
       );
       const queuedLong = (await queuedPast()) - queuedBefore;
-      console.info(`[real-vllm watch] soak: ${queuedLong} request(s) waited over 0.3 s in vLLM's queue (vllm:request_queue_time_seconds)`);
-      expect(queuedLong, 'requests waited: the soak held the server past max_num_seqs (vLLM counted none that waited over 0.3 s)').toBeGreaterThan(0);
+      console.info(
+        `[real-vllm watch] soak: ${queuedLong} request(s) waited over 0.3 s in vLLM's queue (vllm:request_queue_time_seconds)`,
+      );
+      expect(
+        queuedLong,
+        'requests waited: the soak held the server past max_num_seqs (vLLM counted none that waited over 0.3 s)',
+      ).toBeGreaterThan(0);
       // whatever the watcher called it, only a verdict of a server that works, or `unknown` (a read that failed
       // once on a loaded host: "waiting for a second reading", never acted on; the final CI run of stop 6 saw one);
       // the last one, where the soak changed it at all (a verdict is an event when it changes), a server that works
-      expect(new Set(verdicts.filter((v) => !['healthy', 'busy', 'saturated', 'unknown'].includes(v))), summary(evs)).toEqual(new Set());
+      expect(
+        new Set(verdicts.filter((v) => !['healthy', 'busy', 'saturated', 'unknown'].includes(v))),
+        summary(evs),
+      ).toEqual(new Set());
       if (verdicts.length) expect(['healthy', 'busy', 'saturated'], summary(evs)).toContain(verdicts.at(-1));
       expect(
         verdicts.filter((v) => v === 'wedged' || v === 'dead'),
@@ -299,14 +358,26 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
         // the API server still answers its health check: the watcher must not trust it
         const h = await fetch(`${url()}/health`, { signal: AbortSignal.timeout(10_000) });
         expect(h.status).toBe(200);
-        expect(await waitFor(() => w.events.slice(from).some((e) => e.verdict === 'wedged'), 3 * MIN, 200), summary(w.events.slice(from)) + w.err()).toBe(true);
+        expect(
+          await waitFor(() => w.events.slice(from).some((e) => e.verdict === 'wedged'), 3 * MIN, 200),
+          summary(w.events.slice(from)) + w.err(),
+        ).toBe(true);
         const v = w.events.slice(from).find((e) => e.verdict === 'wedged')!;
         timings['stuck -> wedged'] = v.seenAt - stuckAt;
         const process_ = v.evidence!.find((x) => x.signal === 'process')!;
         expect(process_).toMatchObject({ value: 'stopped' });
         expect(process_.note).toContain(`pid ${core!.pid}`);
-        expect(timings['stuck -> wedged'], 'the verdict within the window (and a reading or two)').toBeLessThan((WINDOW_S + 5) * 1000);
-        expect(await waitFor(() => w.events.slice(from).some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 10 * MIN, 500), w.err()).toBe(true);
+        expect(timings['stuck -> wedged'], 'the verdict within the window (and a reading or two)').toBeLessThan(
+          (WINDOW_S + 5) * 1000,
+        );
+        expect(
+          await waitFor(
+            () => w.events.slice(from).some((e) => e.action === 'restarted' || e.action === 'restart-failed'),
+            10 * MIN,
+            500,
+          ),
+          w.err(),
+        ).toBe(true);
         const done = w.events.slice(from).find((e) => e.action === 'restarted' || e.action === 'restart-failed')!;
         expect(done.action, String(done.why)).toBe('restarted');
         timings['stuck -> restarted'] = done.seenAt - stuckAt;
@@ -317,7 +388,11 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
         // nothing of the stopped server is left (restart's stop killed the stopped group too)
         expect(groupMembers(inst.pgid)).toEqual([]);
         expect(await waitFor(() => w.events.slice(from).some((e) => e.event === 'incident'), 30_000)).toBe(true);
-        expect(w.events.slice(from).find((e) => e.event === 'incident')).toMatchObject({ target: 'tiny-0', verdict: 'wedged', done: ['restart 1'] });
+        expect(w.events.slice(from).find((e) => e.event === 'incident')).toMatchObject({
+          target: 'tiny-0',
+          verdict: 'wedged',
+          done: ['restart 1'],
+        });
       } finally {
         ac.abort();
       }
@@ -334,9 +409,19 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
       const from = w.events.length;
       process.kill(core!.pid, 'SIGKILL');
       const killedAt = Date.now();
-      expect(await waitFor(() => w.events.slice(from).some((e) => e.verdict === 'dead'), 2 * MIN, 200), summary(w.events.slice(from)) + w.err()).toBe(true);
+      expect(
+        await waitFor(() => w.events.slice(from).some((e) => e.verdict === 'dead'), 2 * MIN, 200),
+        summary(w.events.slice(from)) + w.err(),
+      ).toBe(true);
       timings['killed -> dead'] = w.events.slice(from).find((e) => e.verdict === 'dead')!.seenAt - killedAt;
-      expect(await waitFor(() => w.events.slice(from).some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 10 * MIN, 500), w.err()).toBe(true);
+      expect(
+        await waitFor(
+          () => w.events.slice(from).some((e) => e.action === 'restarted' || e.action === 'restart-failed'),
+          10 * MIN,
+          500,
+        ),
+        w.err(),
+      ).toBe(true);
       const done = w.events.slice(from).find((e) => e.action === 'restarted' || e.action === 'restart-failed')!;
       expect(done.action, String(done.why)).toBe('restarted');
       groups.add(instance().pgid);

@@ -24,7 +24,11 @@ describe('grownBy: the lines a later tail of the same log adds', () => {
 });
 
 /** A launch whose log said `lines` and then stayed quiet for `quietMs`. */
-function scripted(lines: string[], quietMs: number, ended?: () => { reason: 'exited'; detail: string } | undefined): LaunchView {
+function scripted(
+  lines: string[],
+  quietMs: number,
+  ended?: () => { reason: 'exited'; detail: string } | undefined,
+): LaunchView {
   let given = false;
   const at = Date.now() - quietMs;
   return {
@@ -46,9 +50,22 @@ describe('watchReady: one watch for every launch', () => {
   it('a quiet log past the stall timer ends the wait as stalled, long before the deadline; the phases it showed are reported', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     const phases: string[] = [];
-    const view = scripted(['Loading safetensors checkpoint shards:  25% Completed | 1/4', 'Loading safetensors checkpoint shards:  50% Completed | 2/4'], 2_000);
+    const view = scripted(
+      [
+        'Loading safetensors checkpoint shards:  25% Completed | 1/4',
+        'Loading safetensors checkpoint shards:  50% Completed | 2/4',
+      ],
+      2_000,
+    );
     const started = Date.now();
-    const r = await watchReady(view, { url, servedName: 'm', deadlineMs: 60_000, stallMs: 1_000, onPhase: (p) => phases.push(p), pollMs: 20 });
+    const r = await watchReady(view, {
+      url,
+      servedName: 'm',
+      deadlineMs: 60_000,
+      stallMs: 1_000,
+      onPhase: (p) => phases.push(p),
+      pollMs: 20,
+    });
     expect(r).toMatchObject({ ok: false, reason: 'stalled' });
     expect(!r.ok && r.detail).toMatch(/no log output for \d+ s \(stall timeout\)/);
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -58,14 +75,27 @@ describe('watchReady: one watch for every launch', () => {
   it('a log stopped at a known hang is named after its short quiet spell, before the stall timer', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     // quiet 20 s: past the placement-group rule's 15 s, short of the 60 s stall timer
-    const r = await watchReady(scripted([PLACEMENT], 20_000), { url, servedName: 'm', deadlineMs: 60_000, stallMs: 60_000, pollMs: 20 });
+    const r = await watchReady(scripted([PLACEMENT], 20_000), {
+      url,
+      servedName: 'm',
+      deadlineMs: 60_000,
+      stallMs: 60_000,
+      pollMs: 20,
+    });
     expect(r).toMatchObject({ ok: false, reason: 'stalled' });
     expect(!r.ok && r.detail).toMatch(/^no log output for \d+ s, stopped at a known hang: /);
   });
 
   it("the caller's own hang (Ray's view) is asked first", async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
-    const r = await watchReady(scripted([PLACEMENT], 20_000), { url, servedName: 'm', deadlineMs: 60_000, stallMs: 60_000, pollMs: 20, hung: () => 'the Ray cluster lost capacity' });
+    const r = await watchReady(scripted([PLACEMENT], 20_000), {
+      url,
+      servedName: 'm',
+      deadlineMs: 60_000,
+      stallMs: 60_000,
+      pollMs: 20,
+      hung: () => 'the Ray cluster lost capacity',
+    });
     expect(r).toMatchObject({ ok: false, reason: 'stalled', detail: 'the Ray cluster lost capacity' });
   });
 
@@ -73,7 +103,9 @@ describe('watchReady: one watch for every launch', () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     let calls = 0;
     const r = await watchReady(
-      scripted(['Starting to load model m...'], 0, () => (++calls > 3 ? { reason: 'exited', detail: 'a rank exited' } : undefined)),
+      scripted(['Starting to load model m...'], 0, () =>
+        ++calls > 3 ? { reason: 'exited', detail: 'a rank exited' } : undefined,
+      ),
       { url, servedName: 'm', deadlineMs: 60_000, stallMs: 1_000, pollMs: 20 },
     );
     expect(r).toMatchObject({ ok: false, reason: 'exited', detail: 'a rank exited' });
@@ -85,7 +117,11 @@ describe('RemoteView over a real ssh call (a stand-in ssh that runs the command 
   // execa strips a final newline by default: the log's last complete line then read as one still
   // being written, and a log that stopped growing never gave its last line (a worker rank's CUDA-graph line)
   it.each<[string, string, string[]]>([
-    ['a log that ends with a complete line gives every line', 'a\nb\nGraph capturing finished in 4 secs\n', ['a', 'b', 'Graph capturing finished in 4 secs']],
+    [
+      'a log that ends with a complete line gives every line',
+      'a\nb\nGraph capturing finished in 4 secs\n',
+      ['a', 'b', 'Graph capturing finished in 4 secs'],
+    ],
     ['a line still being written waits for the next read', 'a\nb\npart', ['a', 'b']],
   ])('%s', async (_, log, want) => {
     const dir = tempDir('sparkctl-remote-view-');

@@ -11,7 +11,12 @@ import { lengthRange } from '../../src/bench/dataset.js';
 const NUMPY: Array<[number[], number[], number, number]> = [
   [[1, 2, 3, 4], [1.0, 1.75, 2.5, 3.7, 3.9699999999999998, 3.9970000000000003, 4.0], 1.118033988749895, 2.5],
   [[15, 20, 35, 40, 50], [15.0, 20.0, 35.0, 46.0, 49.6, 49.96000000000001, 50.0], 12.884098726725126, 32.0],
-  [[0.187, 0.243, 0.2, 0.19, 0.21, 0.5, 0.01], [0.01, 0.1885, 0.2, 0.3458000000000001, 0.4845799999999999, 0.4984580000000002, 0.5], 0.13390721734523073, 0.22],
+  [
+    [0.187, 0.243, 0.2, 0.19, 0.21, 0.5, 0.01],
+    [0.01, 0.1885, 0.2, 0.3458000000000001, 0.4845799999999999, 0.4984580000000002, 0.5],
+    0.13390721734523073,
+    0.22,
+  ],
   [[5], [5, 5, 5, 5, 5, 5, 5], 0, 5],
   [[3, 1, 2], [1.0, 1.5, 2.0, 2.8, 2.98, 2.998, 3.0], 0.816496580927726, 2.0],
 ];
@@ -110,19 +115,32 @@ describe('calculateMetrics: vLLM definitions', () => {
     expect(m.max_concurrent_requests).toBe(1);
   });
   it('goodput counts requests meeting every SLO; a 1-token request has TPOT 0 for it', () => {
-    const outs = [ok({ ttft: 0.1, latency: 0.16 }), ok({ ttft: 0.4, latency: 0.5 }), ok({ ttft: 0.1, latency: 3, outputTokens: 4 }), ok({ ttft: 0.2, outputTokens: 1, itl: [], latency: 0.2 })];
+    const outs = [
+      ok({ ttft: 0.1, latency: 0.16 }),
+      ok({ ttft: 0.4, latency: 0.5 }),
+      ok({ ttft: 0.1, latency: 3, outputTokens: 4 }),
+      ok({ ttft: 0.2, outputTokens: 1, itl: [], latency: 0.2 }),
+    ];
     expect(calculateMetrics(outs, 1, [99], { ttft: 300 }).request_goodput).toBe(3);
     expect(calculateMetrics(outs, 1, [99], { ttft: 300, tpot: 50 }).request_goodput).toBe(2);
     expect(calculateMetrics(outs, 2, [99], { e2el: 1000 }).request_goodput).toBe(1.5);
   });
   it('peak concurrency and peak output tokens per second', () => {
-    const outs = [ok({ startTime: 0, latency: 1 }), ok({ startTime: 0.5, latency: 1 }), ok({ startTime: 1, latency: 1 }), ok({ startTime: 1.99, latency: 0.5 })];
+    const outs = [
+      ok({ startTime: 0, latency: 1 }),
+      ok({ startTime: 0.5, latency: 1 }),
+      ok({ startTime: 1, latency: 1 }),
+      ok({ startTime: 1.99, latency: 0.5 }),
+    ];
     const m = calculateMetrics(outs, 3, [99]);
     expect(m.max_concurrent_requests).toBe(2); // [0,1) and [0.5,1.5): the third starts as the first ends
     expect(m.max_output_tokens_per_s).toBe(8);
   });
   it('a stream without usage counts its content chunks, not 1 per request (vLLM counts the text; one token per chunk)', () => {
-    const outs = [ok({ outputTokens: 0, itl: [0.02, 0.02, 0.02, 0.02, 0.02], latency: 0.2, generatedText: 'a b c d e f' }), ok({ outputTokens: 0, itl: [], latency: 0.1 })];
+    const outs = [
+      ok({ outputTokens: 0, itl: [0.02, 0.02, 0.02, 0.02, 0.02], latency: 0.2, generatedText: 'a b c d e f' }),
+      ok({ outputTokens: 0, itl: [], latency: 0.1 }),
+    ];
     const m = calculateMetrics(outs, 1, [99]);
     expect(m.actualOutputLens).toEqual([6, 1]);
     expect(m.total_output).toBe(7);
@@ -152,9 +170,19 @@ describe('failure classes', () => {
 
 describe('client self-check', () => {
   it('a run whose sends were late, or whose loop stalled, is invalid with reasons', () => {
-    const good = judgeClient({ targetRate: 200, achievedRate: 199, sendLagMs: Array(100).fill(0.5), loopDelayP99Ms: 3 });
+    const good = judgeClient({
+      targetRate: 200,
+      achievedRate: 199,
+      sendLagMs: Array(100).fill(0.5),
+      loopDelayP99Ms: 3,
+    });
     expect(good.valid).toBe(true);
-    const late = judgeClient({ targetRate: 200, achievedRate: 150, sendLagMs: [...Array(90).fill(1), ...Array(10).fill(40)], loopDelayP99Ms: 80 });
+    const late = judgeClient({
+      targetRate: 200,
+      achievedRate: 150,
+      sendLagMs: [...Array(90).fill(1), ...Array(10).fill(40)],
+      loopDelayP99Ms: 80,
+    });
     expect(late.valid).toBe(false);
     expect(late.reasons.join('\n')).toMatch(/send lag p99/);
     expect(late.reasons.join('\n')).toMatch(/event loop/);
@@ -177,7 +205,11 @@ describe('SSE splitting', () => {
   it('every separator the event-stream grammar allows ends a message: CR LF LF (the old reader lost the next message there), CR CR, LF CR LF', () => {
     const s = new SseSplitter();
     expect(s.push(enc('data: {"a":1}\r\n\ndata: {"b":2}\n\n'))).toEqual(['{"a":1}', '{"b":2}']);
-    expect(s.push(enc('data: {"c":3}\r\rdata: {"d":4}\n\r\ndata: [DONE]\r\n\r\n'))).toEqual(['{"c":3}', '{"d":4}', '[DONE]']);
+    expect(s.push(enc('data: {"c":3}\r\rdata: {"d":4}\n\r\ndata: [DONE]\r\n\r\n'))).toEqual([
+      '{"c":3}',
+      '{"d":4}',
+      '[DONE]',
+    ]);
     expect(s.end()).toEqual([]);
   });
   it('a CR LF split between two chunks is one line end; data lines join with LF; the last message needs no blank line', () => {

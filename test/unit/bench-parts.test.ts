@@ -34,7 +34,10 @@ describe('exact prompt lengths through a tokenizer', () => {
 
 describe('JSONL / ShareGPT datasets', () => {
   const dir = tempDir('bench-ds-');
-  const tok = { count: async (x: { prompt?: string; messages?: Array<{ content: string }> }) => Math.ceil(Buffer.byteLength(x.prompt ?? x.messages!.map((m) => m.content).join('')) / 4) };
+  const tok = {
+    count: async (x: { prompt?: string; messages?: Array<{ content: string }> }) =>
+      Math.ceil(Buffer.byteLength(x.prompt ?? x.messages!.map((m) => m.content).join('')) / 4),
+  };
   it('reads prompt lines and ShareGPT conversations; output length from the record or the reply', async () => {
     const f = join(dir, 'a.jsonl');
     writeFileSync(
@@ -63,12 +66,26 @@ describe('JSONL / ShareGPT datasets', () => {
 describe('compare', () => {
   const a = { request_throughput: 100, mean_ttft_ms: 200, p99_ttft_ms: 300, p99_itl_ms: 10, model_id: 'm', failed: 0 };
   it('direction per metric and a noise threshold', () => {
-    const { rows } = compareResults(a, { ...a, request_throughput: 120, mean_ttft_ms: 203, p99_ttft_ms: 400, p99_itl_ms: 8 }, 5);
+    const { rows } = compareResults(
+      a,
+      { ...a, request_throughput: 120, mean_ttft_ms: 203, p99_ttft_ms: 400, p99_itl_ms: 8 },
+      5,
+    );
     const v = Object.fromEntries(rows.map((r) => [r.metric, r.verdict]));
-    expect(v).toEqual({ request_throughput: 'better', mean_ttft_ms: 'same', p99_ttft_ms: 'worse', p99_itl_ms: 'better' });
+    expect(v).toEqual({
+      request_throughput: 'better',
+      mean_ttft_ms: 'same',
+      p99_ttft_ms: 'worse',
+      p99_itl_ms: 'better',
+    });
   });
   it('warns about invalid runs, failures and different settings', () => {
-    const { warnings } = compareResults(a, { ...a, failed: 2, model_id: 'other', sparkctl: { valid: false, invalid_reasons: ['send lag'] } });
+    const { warnings } = compareResults(a, {
+      ...a,
+      failed: 2,
+      model_id: 'other',
+      sparkctl: { valid: false, invalid_reasons: ['send lag'] },
+    });
     expect(warnings.join('\n')).toMatch(/B is marked invalid.*send lag/);
     expect(warnings.join('\n')).toMatch(/B had 2 failed/);
     expect(warnings.join('\n')).toMatch(/model_id differs/);
@@ -120,7 +137,12 @@ describe('the HTML page builder', () => {
           heading: 'h & <i>',
           text: '</script><script>alert(1)</script>',
           table: { header: ['a'], rows: [['<img src=x>']] },
-          chart: { x: [1, 2], series: [{ label: '</script><script>alert(2)</script>', values: [1, 2] }], xLabel: 'x', yLabel: 'y' },
+          chart: {
+            x: [1, 2],
+            series: [{ label: '</script><script>alert(2)</script>', values: [1, 2] }],
+            xLabel: 'x',
+            yLabel: 'y',
+          },
         },
       ],
     });
@@ -168,7 +190,15 @@ vllm:prefix_cache_hits_total{model_name="m",engine="0"} ${prompt / 2}
   it('counter deltas cross-checked against the client', () => {
     const s = [parseSample(text(100, 1000, 0), 0), parseSample(text(180, 1800, 5), 1)];
     const ok = serverCheck(s, 800, 80);
-    expect(ok).toMatchObject({ maxWaiting: 5, maxRunning: 3, maxKvUsage: 0.25, serverGenerationTokens: 80, serverPromptTokens: 800, tokensAgree: true, prefixHitRate: 0.5 });
+    expect(ok).toMatchObject({
+      maxWaiting: 5,
+      maxRunning: 3,
+      maxKvUsage: 0.25,
+      serverGenerationTokens: 80,
+      serverPromptTokens: 800,
+      tokensAgree: true,
+      prefixHitRate: 0.5,
+    });
     expect(serverCheck(s, 800, 40).tokensAgree).toBe(false);
   });
   it('garbage is empty fields, not a crash', () => {

@@ -56,7 +56,16 @@ const result = (o: { throughput: number; ttft: number; completed?: number; valid
 describe('bench flags to a plan', () => {
   it('defaults: 200 requests, open loop, a warm-up of 2 with no minimum duration at rate inf', () => {
     const p = benchPlan(flags());
-    expect(p).toMatchObject({ endpoint: 'completions', requests: 200, rate: Infinity, warmup: 2, warmupS: 0, inputLen: 1024, requestTimeoutMs: 600_000, pcts: [50, 90, 99] });
+    expect(p).toMatchObject({
+      endpoint: 'completions',
+      requests: 200,
+      rate: Infinity,
+      warmup: 2,
+      warmupS: 0,
+      inputLen: 1024,
+      requestTimeoutMs: 600_000,
+      pcts: [50, 90, 99],
+    });
     expect(p.sweep).toBeUndefined();
   });
 
@@ -82,11 +91,24 @@ describe('bench flags to a plan', () => {
 });
 
 describe('the sweep loop', () => {
-  const plan = { requests: undefined, durationS: undefined, rate: Infinity, slo: {}, pcts: [50, 99], sweep: { by: 'concurrency' as const, max: 64 } };
+  const plan = {
+    requests: undefined,
+    durationS: undefined,
+    rate: Infinity,
+    slo: {},
+    pcts: [50, 99],
+    sweep: { by: 'concurrency' as const, max: 64 },
+  };
 
   it('doubles the level until throughput stops growing while latency grows; only the first level warms up', async () => {
     const seen: Array<[number, number | undefined, boolean]> = [];
-    const curve: Record<number, [number, number]> = { 1: [10, 50], 2: [19, 52], 4: [30, 60], 8: [30.5, 120], 16: [31, 300] };
+    const curve: Record<number, [number, number]> = {
+      1: [10, 50],
+      2: [19, 52],
+      4: [30, 60],
+      8: [30.5, 120],
+      16: [31, 300],
+    };
     const out = await runSweep(plan, new AbortController().signal, async (level, over, first) => {
       seen.push([level, over.maxRequests, first]);
       const [throughput, ttft] = curve[level]!;
@@ -103,7 +125,9 @@ describe('the sweep loop', () => {
   });
 
   it('stops at a level where every request failed, and names the best level under the SLO', async () => {
-    const out = await runSweep({ ...plan, slo: { ttft: 100 } }, new AbortController().signal, async (level) => result({ throughput: level * 10, ttft: level * 30, completed: level >= 8 ? 0 : 5 }));
+    const out = await runSweep({ ...plan, slo: { ttft: 100 } }, new AbortController().signal, async (level) =>
+      result({ throughput: level * 10, ttft: level * 30, completed: level >= 8 ? 0 : 5 }),
+    );
     expect(out.stoppedAt).toBe('every request failed at concurrency 8');
     expect(out.best?.level).toBe(2);
   });
@@ -112,11 +136,17 @@ describe('the sweep loop', () => {
     const stop = new AbortController();
     const one = await runSweep(plan, stop.signal, async () => (stop.abort(), result({ throughput: 1, ttft: 1 })));
     expect(one.points).toHaveLength(1);
-    await expect(runSweep(plan, stop.signal, async () => result({ throughput: 1, ttft: 1 }))).rejects.toThrow('the sweep ran no level');
+    await expect(runSweep(plan, stop.signal, async () => result({ throughput: 1, ttft: 1 }))).rejects.toThrow(
+      'the sweep ran no level',
+    );
   });
 
   it('a point takes the highest percentile asked for when p99 was not', () => {
-    const r = { ...result({ throughput: 1, ttft: 1 }), p99_ttft_ms: undefined, p95_ttft_ms: 42 } as unknown as BenchResult;
+    const r = {
+      ...result({ throughput: 1, ttft: 1 }),
+      p99_ttft_ms: undefined,
+      p95_ttft_ms: 42,
+    } as unknown as BenchResult;
     expect(sweepPoint(4, r, [50, 95]).ttftP99Ms).toBe(42);
   });
 });
@@ -124,8 +154,24 @@ describe('the sweep loop', () => {
 describe('the text report', () => {
   it('names the model and load shape; an invalid run says the client was the bottleneck', () => {
     const plan = benchPlan(flags({ concurrency: '8' }));
-    const outputs = [0, 1, 2].map((i) => ({ success: true, error: '', promptLen: 1024, outputTokens: 128, ttft: 0.05, itl: [0.01, 0.01], latency: 1.3, startTime: 1000 + i, scheduledTime: 1000 + i }));
-    const client = { valid: false, reasons: ['send lag p99 80 ms'], sendLagP50Ms: 1, sendLagP99Ms: 80, loopDelayP99Ms: 60 };
+    const outputs = [0, 1, 2].map((i) => ({
+      success: true,
+      error: '',
+      promptLen: 1024,
+      outputTokens: 128,
+      ttft: 0.05,
+      itl: [0.01, 0.01],
+      latency: 1.3,
+      startTime: 1000 + i,
+      scheduledTime: 1000 + i,
+    }));
+    const client = {
+      valid: false,
+      reasons: ['send lag p99 80 ms'],
+      sendLagP50Ms: 1,
+      sendLagP99Ms: 80,
+      loopDelayP99Ms: 60,
+    };
     const bad = buildResult(
       {
         date: 'd',
@@ -151,9 +197,21 @@ describe('the text report', () => {
       [],
       false,
     );
-    const lines = renderText({ model: 'm', url: 'http://h:1', datasetName: 'random', plan, result: bad, saveResult: 'r.json' }).map(([s, l]) => [s, l.replace(/\x1b\[\d+m/g, '')]);
-    expect(lines[0]).toEqual(['out', 'm at http://h:1  (random 1024 in / 128 out, concurrency 8, rate inf, 3 requests in 3.0 s)']);
-    expect(lines.some(([s, l]) => s === 'out' && l.startsWith('INVALID RUN: the client was the bottleneck'))).toBe(true);
+    const lines = renderText({
+      model: 'm',
+      url: 'http://h:1',
+      datasetName: 'random',
+      plan,
+      result: bad,
+      saveResult: 'r.json',
+    }).map(([s, l]) => [s, l.replace(/\x1b\[\d+m/g, '')]);
+    expect(lines[0]).toEqual([
+      'out',
+      'm at http://h:1  (random 1024 in / 128 out, concurrency 8, rate inf, 3 requests in 3.0 s)',
+    ]);
+    expect(lines.some(([s, l]) => s === 'out' && l.startsWith('INVALID RUN: the client was the bottleneck'))).toBe(
+      true,
+    );
     expect(lines.at(-1)).toEqual(['out', 'result: r.json']);
   });
 });

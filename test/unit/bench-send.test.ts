@@ -13,10 +13,19 @@ const sse = (res: ServerResponse, ...events: string[]) => {
   for (const e of events) res.write(`data: ${e}\n\n`);
   res.end();
 };
-const chunk = (text: string, usage?: object) => JSON.stringify({ choices: [{ index: 0, text }], ...(usage ? { usage } : {}) });
+const chunk = (text: string, usage?: object) =>
+  JSON.stringify({ choices: [{ index: 0, text }], ...(usage ? { usage } : {}) });
 
 const behaviours: Record<string, Behaviour> = {
-  ok: (res) => sse(res, chunk('a'), chunk('b'), chunk('c'), JSON.stringify({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 3 } }), '[DONE]'),
+  ok: (res) =>
+    sse(
+      res,
+      chunk('a'),
+      chunk('b'),
+      chunk('c'),
+      JSON.stringify({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 3 } }),
+      '[DONE]',
+    ),
   'not-json': (res) => sse(res, 'oops'),
   'error-mid-stream': (res) => sse(res, chunk('a'), JSON.stringify({ error: { message: 'boom', code: 500 } })),
   'no-token': (res) => sse(res, JSON.stringify({ choices: [] }), '[DONE]'),
@@ -193,7 +202,9 @@ describe('the warm-up', () => {
   it('with a rate it runs at that rate for its minimum time, tagged prompts only, and nothing of it is counted', async () => {
     const { runBench } = await import('../../src/bench/runner.js');
     seen.length = 0;
-    const r = await runBench(config({ url: recUrl, dataset, rate: 100, warmup: 2, warmupS: 0.4, maxRequests: 6, scrapeIntervalMs: 0 }));
+    const r = await runBench(
+      config({ url: recUrl, dataset, rate: 100, warmup: 2, warmupS: 0.4, maxRequests: 6, scrapeIntervalMs: 0 }),
+    );
     expect(r.outputs).toHaveLength(6);
     expect(r.outputs.every((o) => o.success)).toBe(true);
     // 0.4 s at 100 req/s: about 40 warm-up requests (Poisson, so loosely), never just the 2 asked
@@ -208,7 +219,9 @@ describe('the warm-up', () => {
   it('all at once (rate inf, no cap): exactly N requests, as vLLM warms up, whatever the minimum time', async () => {
     const { runBench } = await import('../../src/bench/runner.js');
     seen.length = 0;
-    const r = await runBench(config({ url: recUrl, dataset, warmup: 4, warmupS: 5, maxRequests: 3, scrapeIntervalMs: 0 }));
+    const r = await runBench(
+      config({ url: recUrl, dataset, warmup: 4, warmupS: 5, maxRequests: 3, scrapeIntervalMs: 0 }),
+    );
     expect(r.client.warmupRequests).toBe(4);
     expect(r.client.warmupS!).toBeLessThan(2);
     expect(seen).toHaveLength(7);
@@ -217,7 +230,9 @@ describe('the warm-up', () => {
   it('--warmup 0 sends none', async () => {
     const { runBench } = await import('../../src/bench/runner.js');
     seen.length = 0;
-    const r = await runBench(config({ url: recUrl, dataset, rate: 100, warmup: 0, maxRequests: 3, scrapeIntervalMs: 0 }));
+    const r = await runBench(
+      config({ url: recUrl, dataset, rate: 100, warmup: 0, maxRequests: 3, scrapeIntervalMs: 0 }),
+    );
     expect(r.client.warmupRequests).toBe(0);
     expect(seen).toHaveLength(3);
   });

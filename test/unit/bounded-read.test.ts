@@ -4,7 +4,16 @@
 // never written over an existing one without force, and never through a link another user made.
 import { describe, it, expect, afterAll } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync, readFileSync, symlinkSync, mkdirSync, lchownSync, existsSync, readdirSync, appendFileSync } from 'node:fs';
+import {
+  writeFileSync,
+  readFileSync,
+  symlinkSync,
+  mkdirSync,
+  lchownSync,
+  existsSync,
+  readdirSync,
+  appendFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { readTextSync, readText, readTail, checkRegularFile, FileRefused } from '../../src/util/read.js';
 import { writeNewFile, checkNewFile, checkOutputFile, ensureNewDir } from '../../src/util/new-file.js';
@@ -91,7 +100,9 @@ describe('creating a file for a user: never over one without force, never throug
 
   it('a link at the name is refused with force too, and its target is untouched; so is a dangling one', () => {
     for (const force of [false, true]) {
-      expect(() => writeNewFile(join(d, 'link'), 'evil\n', '--out', { force }), `force ${force}`).toThrow(/symbolic link/);
+      expect(() => writeNewFile(join(d, 'link'), 'evil\n', '--out', { force }), `force ${force}`).toThrow(
+        /symbolic link/,
+      );
       symlinkSync(join(d, 'nowhere'), join(d, `dangling-${force}`));
       expect(() => writeNewFile(join(d, `dangling-${force}`), 'evil\n', '--out', { force })).toThrow(UsageError);
     }
@@ -123,7 +134,9 @@ describe('creating a file for a user: never over one without force, never throug
     const real = join(d, 'real2');
     mkdirSync(real);
     symlinkSync(real, join(d, 'dirlink'));
-    expect(() => ensureNewDir(join(d, 'dirlink'), '--out', 'give a new folder')).toThrow(/--out .*dirlink: is a symbolic link/);
+    expect(() => ensureNewDir(join(d, 'dirlink'), '--out', 'give a new folder')).toThrow(
+      /--out .*dirlink: is a symbolic link/,
+    );
     ensureNewDir(join(d, 'bundle'), '--out', 'fix');
     expect(
       execFileSync('stat', ['-c', '%a', join(d, 'bundle')])

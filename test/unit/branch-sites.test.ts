@@ -28,8 +28,15 @@ describe('branch sites on the runtime kind', () => {
   });
 
   it('counts over sources outside src/engine/runtime/ only, naming each site', () => {
-    const mk = (rel: string, code: string) => ({ rel, sf: ts.createSourceFile(rel, code, ts.ScriptTarget.Latest, true) });
-    const r = branchSites([mk('engine/serve.ts', 'if (l.container) a();\nconst b = 1;'), mk('engine/runtime/index.ts', 'if (t.container) b();'), mk('verbs/x/run.ts', 'f();')]);
+    const mk = (rel: string, code: string) => ({
+      rel,
+      sf: ts.createSourceFile(rel, code, ts.ScriptTarget.Latest, true),
+    });
+    const r = branchSites([
+      mk('engine/serve.ts', 'if (l.container) a();\nconst b = 1;'),
+      mk('engine/runtime/index.ts', 'if (t.container) b();'),
+      mk('verbs/x/run.ts', 'f();'),
+    ]);
     expect(r.count).toBe(1);
     expect(r.sites).toEqual([{ file: 'src/engine/serve.ts', line: 1, text: 'l.container' }]);
   });

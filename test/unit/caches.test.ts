@@ -3,7 +3,16 @@
 import { mkdirSync, symlinkSync, statSync, writeFileSync, existsSync, chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cacheDirOf, cacheRoot, ensureCaches, listCaches, planCaches, removeCaches, hasEntries, CACHE_VARS } from '../../src/engine/caches.js';
+import {
+  cacheDirOf,
+  cacheRoot,
+  ensureCaches,
+  listCaches,
+  planCaches,
+  removeCaches,
+  hasEntries,
+  CACHE_VARS,
+} from '../../src/engine/caches.js';
 import { UsageError } from '../../src/errors.js';
 import { tempDir } from '../temp-dirs.js';
 
@@ -54,7 +63,8 @@ describe('made by sparkctl, 0700, never through a link', () => {
     const root = join(tmp, 'ok');
     const p = planCaches({ profile: 'p', vllm: '0.27.2' }, {}, root);
     ensureCaches(p, root);
-    for (const d of [root, join(root, 'vllm'), p.dir, p.env.VLLM_CACHE_ROOT!]) expect(statSync(d).mode & 0o777).toBe(0o700);
+    for (const d of [root, join(root, 'vllm'), p.dir, p.env.VLLM_CACHE_ROOT!])
+      expect(statSync(d).mode & 0o777).toBe(0o700);
     expect(hasEntries(p.dir)).toBe(false);
     writeFileSync(join(p.env.VLLM_CACHE_ROOT!, 'x.bin'), Buffer.alloc(1000));
     expect(hasEntries(p.dir)).toBe(true);
@@ -112,8 +122,16 @@ describe("a CPU build's compile: torch's caches, their hit or miss made visible"
   const { buildServePlan, TORCH_CACHE_LOGS } = await import('../../src/engine/plan.js');
   const { ROOT } = await import('../helpers.js');
   const plan = (installedVllm: string | undefined, sets: string[] = [], engine: 'vllm' | 'sim' = 'vllm') => {
-    const r = resolveLoaded(loadProfile('tiny', { profilesDir: join(ROOT, 'test', 'real-vllm', 'profiles'), sets }), { gpus: 1 });
-    const p = buildServePlan(r, { engine, vllmBin: 'vllm', prewarm: false, installedVllm, stateDir: '/tmp/sparkctl-caches-test' });
+    const r = resolveLoaded(loadProfile('tiny', { profilesDir: join(ROOT, 'test', 'real-vllm', 'profiles'), sets }), {
+      gpus: 1,
+    });
+    const p = buildServePlan(r, {
+      engine,
+      vllmBin: 'vllm',
+      prewarm: false,
+      installedVllm,
+      stateDir: '/tmp/sparkctl-caches-test',
+    });
     return { env: p.replicas[0]!.env, notes: p.caches?.notes ?? [] };
   };
   it.each([
@@ -150,11 +168,40 @@ describe("a container's caches: the folder keyed by the image's content id, moun
   const ID_B = 'b'.repeat(64);
   const root = join(tmp, 'ctr-state');
   const planFor = (image: string, imageId: string | undefined, runtime: 'container' | 'host' = 'container') => {
-    const sets = ['engine.runtime=container', `container.image=${image}`, 'container.cli=podman', 'container.gpus=none'];
-    const r = resolveLoaded(loadProfile('tiny', { profilesDir: join(ROOT, 'test', 'real-vllm', 'profiles'), sets: runtime === 'container' ? sets : [] }), { gpus: 1 });
-    const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, installedVllm: '0.27.2.dev0+g6adad0876.cpu', stateDir: root, runtime, ...(imageId ? { imageId } : {}) });
+    const sets = [
+      'engine.runtime=container',
+      `container.image=${image}`,
+      'container.cli=podman',
+      'container.gpus=none',
+    ];
+    const r = resolveLoaded(
+      loadProfile('tiny', {
+        profilesDir: join(ROOT, 'test', 'real-vllm', 'profiles'),
+        sets: runtime === 'container' ? sets : [],
+      }),
+      { gpus: 1 },
+    );
+    const plan = buildServePlan(r, {
+      engine: 'vllm',
+      vllmBin: 'vllm',
+      prewarm: false,
+      installedVllm: '0.27.2.dev0+g6adad0876.cpu',
+      stateDir: root,
+      runtime,
+      ...(imageId ? { imageId } : {}),
+    });
     const x = replicaRun(plan, plan.replicas[0]!);
-    const argv = runtime === 'container' ? renderContainerRun({ ...x, marker: 'm-1', cli: 'podman', env: { HOME: '/nonexistent' }, stopTimeoutS: 30, cwd: ROOT }).argv : [];
+    const argv =
+      runtime === 'container'
+        ? renderContainerRun({
+            ...x,
+            marker: 'm-1',
+            cli: 'podman',
+            env: { HOME: '/nonexistent' },
+            stopTimeoutS: 30,
+            cwd: ROOT,
+          }).argv
+        : [];
     return { plan, argv, dir: plan.caches!.dir };
   };
   const TAG = 'localhost/vllm-cpu:latest';
@@ -176,7 +223,8 @@ describe("a container's caches: the folder keyed by the image's content id, moun
       // the container mounts that folder read-write at its own path, and every cache variable points inside it
       expect(p.argv.join(' ')).toContain(`--volume ${p.dir}:${p.dir}`);
       expect(p.argv.join(' ')).not.toContain(`--volume ${p.dir}:${p.dir}:ro`);
-      for (const [name] of CACHE_VARS) expect(p.argv, name).toContain(`${name}=${join(p.dir, CACHE_VARS.find(([n]) => n === name)![1])}`);
+      for (const [name] of CACHE_VARS)
+        expect(p.argv, name).toContain(`${name}=${join(p.dir, CACHE_VARS.find(([n]) => n === name)![1])}`);
     }
   });
   it("the host's vLLM: no image in the key, never the folder of a container of the same version", () => {

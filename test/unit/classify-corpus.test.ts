@@ -29,7 +29,13 @@ function load(): Fixture[] {
           .split('\n')
           .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()]),
       );
-      return { file, source: head.source!, cause: head.cause!, kind: head.kind === 'stall' ? 'stall' : 'failure', log: raw.slice(cut + 5) };
+      return {
+        file,
+        source: head.source!,
+        cause: head.cause!,
+        kind: head.kind === 'stall' ? 'stall' : 'failure',
+        log: raw.slice(cut + 5),
+      };
     });
 }
 
@@ -46,16 +52,19 @@ describe('the corpus of real vLLM failure logs', () => {
     }
   });
 
-  it.each(corpus.map((f) => [f.file, f] as const))("%s: the thread's cause or nothing, never a wrong one", (_name, f) => {
-    const c = judge(f);
-    const got = c && c.id !== 'engine-failed' ? c.id : undefined;
-    if (got !== undefined && f.cause !== 'unknown') expect(got).toBe(f.cause);
-    if (c) {
-      // the evidence is a line of the log as vLLM wrote it (prefixes stripped), and the fix says what to do
-      expect(f.log.replace(/\s+/g, ' ')).toContain(c.evidence!.replace(/\s+/g, ' ').slice(0, 60));
-      expect(c.fix.length).toBeGreaterThan(20);
-    }
-  });
+  it.each(corpus.map((f) => [f.file, f] as const))(
+    "%s: the thread's cause or nothing, never a wrong one",
+    (_name, f) => {
+      const c = judge(f);
+      const got = c && c.id !== 'engine-failed' ? c.id : undefined;
+      if (got !== undefined && f.cause !== 'unknown') expect(got).toBe(f.cause);
+      if (c) {
+        // the evidence is a line of the log as vLLM wrote it (prefixes stripped), and the fix says what to do
+        expect(f.log.replace(/\s+/g, ' ')).toContain(c.evidence!.replace(/\s+/g, ' ').slice(0, 60));
+        expect(c.fix.length).toBeGreaterThan(20);
+      }
+    },
+  );
 
   it('names the right cause for all but the logs whose excerpt stops before the deciding line', () => {
     let right = 0;

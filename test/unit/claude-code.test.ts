@@ -1,7 +1,17 @@
 // What Claude Code needs, from the measured facts: the output budget a context leaves, the
 // verdict client-env and the probe share, and a request the size of Claude Code's own.
 import { describe, it, expect } from 'vitest';
-import { CLAUDE_CODE, INPUT_RESERVE, MIN_CONTEXT, claudeCodeRequest, claudeCodeTools, claudeCodeVerdict, outputBudget, suggestedContexts, toolCallingOn } from '../../src/client/claude-code.js';
+import {
+  CLAUDE_CODE,
+  INPUT_RESERVE,
+  MIN_CONTEXT,
+  claudeCodeRequest,
+  claudeCodeTools,
+  claudeCodeVerdict,
+  outputBudget,
+  suggestedContexts,
+  toolCallingOn,
+} from '../../src/client/claude-code.js';
 import { chatTokens } from '../../src/sim/tokenizer.js';
 
 describe('outputBudget: CLAUDE_CODE_MAX_OUTPUT_TOKENS is what the context leaves', () => {
@@ -13,7 +23,9 @@ describe('outputBudget: CLAUDE_CODE_MAX_OUTPUT_TOKENS is what the context leaves
     [65_536, true, 65_536 - 36_884],
     [131_072, true, 32_000],
     [262_144, true, 32_000],
-  ])('%i tokens: fits %s, %i output tokens', (len, fits, out) => expect(outputBudget(len)).toEqual({ fits, maxOutputTokens: out, maxModelLen: len }));
+  ])('%i tokens: fits %s, %i output tokens', (len, fits, out) =>
+    expect(outputBudget(len)).toEqual({ fits, maxOutputTokens: out, maxModelLen: len }),
+  );
   it('suggests the least context that fits (rounded to 16K), then 64K and 128K, within the model', () => {
     expect(suggestedContexts(262_144)).toEqual([49_152, 65_536, 131_072]);
     expect(suggestedContexts(65_536)).toEqual([49_152, 65_536]);
@@ -26,9 +38,17 @@ describe('claudeCodeVerdict', () => {
     const v = claudeCodeVerdict({ maxModelLen: 16_384, toolCalling: false });
     expect(v.ok).toBe(false);
     expect(v.problems).toHaveLength(2);
-    expect(v.problems[0]).toMatch(/400 "auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set/);
-    expect(v.problems[1]).toMatch(/16384 tokens cannot hold a Claude Code turn.*HTTP 500 "This model's maximum context length is 16384 tokens"/);
-    expect(claudeCodeVerdict({ maxModelLen: 65_536, toolCalling: true })).toMatchObject({ ok: true, problems: [], budget: { maxOutputTokens: 28_652 } });
+    expect(v.problems[0]).toMatch(
+      /400 "auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set/,
+    );
+    expect(v.problems[1]).toMatch(
+      /16384 tokens cannot hold a Claude Code turn.*HTTP 500 "This model's maximum context length is 16384 tokens"/,
+    );
+    expect(claudeCodeVerdict({ maxModelLen: 65_536, toolCalling: true })).toMatchObject({
+      ok: true,
+      problems: [],
+      budget: { maxOutputTokens: 28_652 },
+    });
   });
   it.each([
     [['--enable-auto-tool-choice', '--tool-call-parser', 'qwen3_coder'], true],
@@ -49,7 +69,9 @@ describe('a request shaped like Claude Code 2.1.197', () => {
     expect(Math.abs(bytes - CLAUDE_CODE.firstRequest.bytes) / CLAUDE_CODE.firstRequest.bytes).toBeLessThan(0.03);
     // counted as the simulator counts Claude Code's real request: within 3 %
     const n = chatTokens(r.messages, r.system, r.tools);
-    expect(Math.abs(n - CLAUDE_CODE.firstRequest.tokens.simulator) / CLAUDE_CODE.firstRequest.tokens.simulator).toBeLessThan(0.03);
+    expect(
+      Math.abs(n - CLAUDE_CODE.firstRequest.tokens.simulator) / CLAUDE_CODE.firstRequest.tokens.simulator,
+    ).toBeLessThan(0.03);
     expect(r).toMatchObject({ stream: true, max_tokens: 32_000 });
     expect(r.messages[0]!.content.at(-1)!.text).toMatch(/^Read the file \/etc\/hostname/);
   });

@@ -25,7 +25,12 @@ const base: ClusterRecord = {
 
 describe("a multi-node server's log: where the record says", () => {
   it.each<[string, ClusterRecord, string | undefined, RegExp | undefined]>([
-    ['Ray on the host: the head and its log file', { ...base, executor: 'ray' }, 'n0', /^tail -n 7 "\$HOME"\/\.local\/state\/sparkctl\/logs\/big-0-rank0\.log$/],
+    [
+      'Ray on the host: the head and its log file',
+      { ...base, executor: 'ray' },
+      'n0',
+      /^tail -n 7 "\$HOME"\/\.local\/state\/sparkctl\/logs\/big-0-rank0\.log$/,
+    ],
     [
       'native: rank 0, wherever the ranks list puts it',
       {
@@ -40,7 +45,20 @@ describe("a multi-node server's log: where the record says", () => {
     ],
     [
       "in a container: the container's logs by its recorded ID, proven first",
-      { ...base, ranks: [{ node: 'n0', rank: 0, pid: 0, marker: 'm', logFile: 'podman logs abc', containerId: 'a'.repeat(64), cli: ['podman'] }] },
+      {
+        ...base,
+        ranks: [
+          {
+            node: 'n0',
+            rank: 0,
+            pid: 0,
+            marker: 'm',
+            logFile: 'podman logs abc',
+            containerId: 'a'.repeat(64),
+            cli: ['podman'],
+          },
+        ],
+      },
       'n0',
       new RegExp(`logs --tail 7 ${'a'.repeat(64)}`),
     ],

@@ -6,7 +6,11 @@ import type { ClusterRecord } from '../../src/engine/registry.js';
 import type { NodesFile } from '../../src/profiles/schema.js';
 
 const node = (name: string, address: string) => ({ name, address, sshUser: 'root', sshPort: 22, gpus: 8 });
-const nf = (head: string, ...workers: string[]) => ({ head: node(head, '10.0.0.1'), workers: workers.map((w, i) => node(w, `10.0.0.${i + 2}`)) }) as unknown as NodesFile;
+const nf = (head: string, ...workers: string[]) =>
+  ({
+    head: node(head, '10.0.0.1'),
+    workers: workers.map((w, i) => node(w, `10.0.0.${i + 2}`)),
+  }) as unknown as NodesFile;
 const rec = (profile: string, nodesFile: string, head: string, ranks: string[] = []): ClusterRecord => ({
   version: 1,
   profile,
@@ -28,9 +32,21 @@ describe('recordsFor: what a stop names, from the registry', () => {
   it.each<[string, Parameters<typeof recordsFor>[1], string[]]>([
     ['a name: its profile only', { name: 'big' }, ['big']],
     ['a name that is no record', { name: 'nope' }, []],
-    ['a name wins over the nodes file', { name: 'other', nodes: { file: '/etc/nodes-a.yaml', nf: nf('n0', 'n1') } }, ['other']],
-    ['no name, the same file: the record on it (the defect: stop --nodes FILE found none)', { nodes: { file: '/etc/nodes-a.yaml', nf: nf('n0', 'n1') } }, ['big']],
-    ['no name, another path to the same head: the record on that head', { nodes: { file: '/home/op/nodes.yaml', nf: nf('n0', 'n1') } }, ['big']],
+    [
+      'a name wins over the nodes file',
+      { name: 'other', nodes: { file: '/etc/nodes-a.yaml', nf: nf('n0', 'n1') } },
+      ['other'],
+    ],
+    [
+      'no name, the same file: the record on it (the defect: stop --nodes FILE found none)',
+      { nodes: { file: '/etc/nodes-a.yaml', nf: nf('n0', 'n1') } },
+      ['big'],
+    ],
+    [
+      'no name, another path to the same head: the record on that head',
+      { nodes: { file: '/home/op/nodes.yaml', nf: nf('n0', 'n1') } },
+      ['big'],
+    ],
     ['no name, other nodes: none', { nodes: { file: '/etc/nodes-c.yaml', nf: nf('x0', 'x1') } }, []],
     ['no name and no nodes (stop --all): every record', {}, ['big', 'other']],
   ])('%s', (_, sel, want) => {

@@ -14,7 +14,9 @@ import { printable, remoteWhy } from '../../src/engine/cluster/ssh.js';
 import { tempDirs } from '../helpers.js';
 
 const fresh = tempDirs('sparkctl-synchostile-');
-const node = (over: Record<string, unknown>) => ({ head: { name: 'n0', address: '10.0.0.10', sshUser: 'ubuntu', interface: 'ens1f0', ...over } });
+const node = (over: Record<string, unknown>) => ({
+  head: { name: 'n0', address: '10.0.0.10', sshUser: 'ubuntu', interface: 'ens1f0', ...over },
+});
 
 describe('a nodes file: what reaches ssh is a checked name', () => {
   it.each([
@@ -55,9 +57,13 @@ describe('a nodes file: what reaches ssh is a checked name', () => {
     expect(NodesFile.safeParse(node({ fabric: { address: 'fe80::2', interface: 'enp1s0f1np1' } })).success).toBe(false);
   });
   it('a fabric address and interface are checked the same', () => {
-    expect(NodesFile.safeParse(node({ fabric: { address: '-oProxyCommand=x', interface: 'enp1s0f1np1' } })).success).toBe(false);
+    expect(
+      NodesFile.safeParse(node({ fabric: { address: '-oProxyCommand=x', interface: 'enp1s0f1np1' } })).success,
+    ).toBe(false);
     expect(NodesFile.safeParse(node({ fabric: { address: '192.168.100.10', interface: 'x;id' } })).success).toBe(false);
-    expect(NodesFile.safeParse(node({ fabric: { address: '192.168.100.10', interface: 'enp1s0f1np1' } })).success).toBe(true);
+    expect(NodesFile.safeParse(node({ fabric: { address: '192.168.100.10', interface: 'enp1s0f1np1' } })).success).toBe(
+      true,
+    );
   });
 });
 
@@ -87,7 +93,11 @@ describe('a repository folder that is a link on the node is found, never copied 
     mkdirSync(join(repoDir, 'snapshots'), { recursive: true });
     mkdirSync(join(d, 'elsewhere'));
     symlinkSync(join(d, 'elsewhere'), join(repoDir, 'blobs'));
-    const out = execFileSync('sh', ['-c', probeCommand({ repoDir, revision: 'main', commit: 'a'.repeat(40), files: [] })], { encoding: 'utf8' });
+    const out = execFileSync(
+      'sh',
+      ['-c', probeCommand({ repoDir, revision: 'main', commit: 'a'.repeat(40), files: [] })],
+      { encoding: 'utf8' },
+    );
     expect(parseHolding(out).linked).toEqual(['blobs']);
   });
   it('only the repository folders are taken from a linked line', () => {

@@ -8,13 +8,22 @@ import { judgeColocation, type ServerNeed } from '../../src/profiles/colocate.js
 const GiB = 2 ** 30;
 const gpu = { totalBytes: 80 * GiB, driverBytes: 0.6 * GiB };
 const held = (share: number, name = 'a'): ServerNeed => ({ name, share, weightsBytes: 5 * GiB, reserveBytes: 1 * GiB });
-const mine = (weights: number): ServerNeed => ({ name: 'new-0', share: 0.45, weightsBytes: weights * GiB, reserveBytes: 1 * GiB });
+const mine = (weights: number): ServerNeed => ({
+  name: 'new-0',
+  share: 0.45,
+  weightsBytes: weights * GiB,
+  reserveBytes: 1 * GiB,
+});
 
 describe('colocationFix', () => {
   it.each([
     // running shares, newcomer weights GiB, expected fix
     [[0.45], 4, /^fix: --set engine\.gpuMemoryUtilization=0\.\d+ \(the largest share that fits beside them\)$/],
-    [[0.45, 0.45], 6, /no share of this GPU holds new-0's weights beside them; fix: sparkctl stop p0, then sparkctl stop p1/],
+    [
+      [0.45, 0.45],
+      6,
+      /no share of this GPU holds new-0's weights beside them; fix: sparkctl stop p0, then sparkctl stop p1/,
+    ],
     [[0.9], 7, /fix: sparkctl stop p0/],
     [[0.7], 30, /no share of this GPU holds new-0's weights/],
   ])('beside %j a newcomer of %d GiB: %s', (shares, weights, fix) => {

@@ -33,7 +33,8 @@ function missingPaths(files: string[], names: Set<string>): string[] {
         if (c === undefined) return;
         for (const [, p] of c.matchAll(PATH)) {
           if (FOREIGN[p!]) continue;
-          if (![p!, join('src', p!), join('scripts', p!), join(dirname(f), p!)].some((x) => existsSync(join(ROOT, x)))) out.push(`${f}:${i + 1} ${p}`);
+          if (![p!, join('src', p!), join('scripts', p!), join(dirname(f), p!)].some((x) => existsSync(join(ROOT, x))))
+            out.push(`${f}:${i + 1} ${p}`);
         }
         for (const [, b] of c.matchAll(BARE)) if (!names.has(b!)) out.push(`${f}:${i + 1} ${b}`);
       });
@@ -51,7 +52,11 @@ describe('paths named in source comments', () => {
   });
 
   it('the scan sees a path that is gone, one that exists, and leaves code alone', () => {
-    expect([...(commentOf('// launch (engine/cluster.ts, src/engine/launch.ts) and serve.ts') ?? '').matchAll(PATH)].map((m) => m[1])).toEqual(['engine/cluster.ts', 'src/engine/launch.ts']);
+    expect(
+      [...(commentOf('// launch (engine/cluster.ts, src/engine/launch.ts) and serve.ts') ?? '').matchAll(PATH)].map(
+        (m) => m[1],
+      ),
+    ).toEqual(['engine/cluster.ts', 'src/engine/launch.ts']);
     expect(commentOf("import { x } from './a/b.ts';")).toBeUndefined();
     expect(commentOf(' * the atomic writer (util/atomic.ts)')).toBe(' the atomic writer (util/atomic.ts)');
     expect(existsSync(join(ROOT, 'src/engine/cluster.ts'))).toBe(false); // the path the scan found in client/ready.ts

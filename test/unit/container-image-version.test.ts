@@ -81,12 +81,32 @@ describe('parseImageInspect', () => {
     [
       'podman',
       `${ID} {"com.nvidia.vllm.version":"0.25.0","io.buildah.version":"1.28.2"} ["/usr/local/bin/vllm"]`,
-      { id: ID, labels: { 'com.nvidia.vllm.version': '0.25.0', 'io.buildah.version': '1.28.2' }, entrypoint: ['/usr/local/bin/vllm'] },
+      {
+        id: ID,
+        labels: { 'com.nvidia.vllm.version': '0.25.0', 'io.buildah.version': '1.28.2' },
+        entrypoint: ['/usr/local/bin/vllm'],
+      },
     ],
-    ['docker (sha256: id, no labels, no entrypoint)', `sha256:${ID} null null`, { id: `sha256:${ID}`, labels: {}, entrypoint: [] }],
-    ['vllm-openai (the entrypoint is vllm serve)', `${ID} {} ["vllm","serve"]`, { id: ID, labels: {}, entrypoint: ['vllm', 'serve'] }],
-    ['a label value with spaces', `${ID} {"a":"x y","b":"[1 2]"} null`, { id: ID, labels: { a: 'x y', b: '[1 2]' }, entrypoint: [] }],
-    ['a label that is not a string is left out', `${ID} {"a":1,"b":"x"} null`, { id: ID, labels: { b: 'x' }, entrypoint: [] }],
+    [
+      'docker (sha256: id, no labels, no entrypoint)',
+      `sha256:${ID} null null`,
+      { id: `sha256:${ID}`, labels: {}, entrypoint: [] },
+    ],
+    [
+      'vllm-openai (the entrypoint is vllm serve)',
+      `${ID} {} ["vllm","serve"]`,
+      { id: ID, labels: {}, entrypoint: ['vllm', 'serve'] },
+    ],
+    [
+      'a label value with spaces',
+      `${ID} {"a":"x y","b":"[1 2]"} null`,
+      { id: ID, labels: { a: 'x y', b: '[1 2]' }, entrypoint: [] },
+    ],
+    [
+      'a label that is not a string is left out',
+      `${ID} {"a":1,"b":"x"} null`,
+      { id: ID, labels: { b: 'x' }, entrypoint: [] },
+    ],
   ])('%s', (_n, stdout, want) => expect(parseImageInspect(stdout)).toEqual(want));
 
   it.each([
@@ -101,7 +121,10 @@ describe('parseImageInspect', () => {
 
 describe('versionFromLabels', () => {
   it.each([
-    [{ 'com.nvidia.vllm.version': '0.10.2+9dd9ca32', 'com.nvidia.build.id': '224204848' }, { version: '0.10.2+9dd9ca32' }],
+    [
+      { 'com.nvidia.vllm.version': '0.10.2+9dd9ca32', 'com.nvidia.build.id': '224204848' },
+      { version: '0.10.2+9dd9ca32' },
+    ],
     [{ 'com.nvidia.vllm.version': 'latest' }, { why: 'its com.nvidia.vllm.version label is not a version ("latest")' }],
     // NVIDIA_VLLM_VERSION (25.10) is the NGC release; other labels are not vLLM's version
     [{ 'org.opencontainers.image.version': '22.04' }, { why: 'no com.nvidia.vllm.version label' }],
@@ -112,7 +135,10 @@ describe('versionFromLabels', () => {
 describe('versionFromOutput', () => {
   it.each([
     ['0.27.2\n', '0.27.2'],
-    ['INFO 12-01 10:00:00 [__init__.py:235] Automatically detected platform cpu.\n0.27.2.dev0+g6adad0876.cpu\n', '0.27.2.dev0+g6adad0876.cpu'],
+    [
+      'INFO 12-01 10:00:00 [__init__.py:235] Automatically detected platform cpu.\n0.27.2.dev0+g6adad0876.cpu\n',
+      '0.27.2.dev0+g6adad0876.cpu',
+    ],
     ['\x1b[32m0.25.0\x1b[0m\n', '0.25.0'],
     ['0.25.0\r\n', '0.25.0'],
     ['vllm 0.25.0\n', undefined],
@@ -150,24 +176,60 @@ const inspect =
   (labels: object, ep: unknown = null) =>
   (argv: string[]) =>
     argv.includes('inspect') ? ok(`${ID} ${JSON.stringify(labels)} ${JSON.stringify(ep)}`) : undefined;
-const entry = (name: string, a: Answer) => (argv: string[]) => (argv[argv.indexOf('--entrypoint') + 1] === name && argv.includes('run') ? a : undefined);
+const entry = (name: string, a: Answer) => (argv: string[]) =>
+  argv[argv.indexOf('--entrypoint') + 1] === name && argv.includes('run') ? a : undefined;
 const cacheFile = () => join(tempDir('img-ver-'), 'cache', 'image-vllm-versions.json');
 
 describe('imageVllm', () => {
   it("NVIDIA's label: read from the inspect alone, nothing is run in the image", async () => {
-    const { input, seen } = reader([inspect({ 'com.nvidia.vllm.version': '0.10.2+9dd9ca32' }, ['/opt/nvidia/nvidia_entrypoint.sh'])]);
-    expect(await imageVllm(input)).toEqual({ version: '0.10.2+9dd9ca32', source: 'label', id: ID, entrypoint: ['/opt/nvidia/nvidia_entrypoint.sh'] });
-    expect(seen).toEqual([['podman', '--runtime', 'runc', 'image', 'inspect', '--format', '{{.Id}} {{json .Config.Labels}} {{json .Config.Entrypoint}}', 'localhost/vllm:test']]);
+    const { input, seen } = reader([
+      inspect({ 'com.nvidia.vllm.version': '0.10.2+9dd9ca32' }, ['/opt/nvidia/nvidia_entrypoint.sh']),
+    ]);
+    expect(await imageVllm(input)).toEqual({
+      version: '0.10.2+9dd9ca32',
+      source: 'label',
+      id: ID,
+      entrypoint: ['/opt/nvidia/nvidia_entrypoint.sh'],
+    });
+    expect(seen).toEqual([
+      [
+        'podman',
+        '--runtime',
+        'runc',
+        'image',
+        'inspect',
+        '--format',
+        '{{.Id}} {{json .Config.Labels}} {{json .Config.Entrypoint}}',
+        'localhost/vllm:test',
+      ],
+    ]);
   });
 
   it("no label: python3's package metadata in the image (no network, no GPU, never a pull, removed), cached under the image id", async () => {
     const file = cacheFile();
-    const { input, seen } = reader([inspect({}, ['vllm', 'serve']), entry('python3', ok('0.25.0\n'))], { cacheFile: file });
+    const { input, seen } = reader([inspect({}, ['vllm', 'serve']), entry('python3', ok('0.25.0\n'))], {
+      cacheFile: file,
+    });
     expect(await imageVllm(input)).toMatchObject({ version: '0.25.0', source: 'image', id: ID });
     const run = seen[1]!;
-    expect(run.slice(0, 8)).toEqual(['podman', '--runtime', 'runc', 'run', '--rm', '--network=none', '--pull=never', '--label']);
+    expect(run.slice(0, 8)).toEqual([
+      'podman',
+      '--runtime',
+      'runc',
+      'run',
+      '--rm',
+      '--network=none',
+      '--pull=never',
+      '--label',
+    ]);
     expect(run.some((a) => a.startsWith('--device') || a.startsWith('--gpus'))).toBe(false);
-    expect(run.slice(-5)).toEqual(['--entrypoint', 'python3', 'localhost/vllm:test', '-c', 'import importlib.metadata as m; print(m.version("vllm"))']);
+    expect(run.slice(-5)).toEqual([
+      '--entrypoint',
+      'python3',
+      'localhost/vllm:test',
+      '-c',
+      'import importlib.metadata as m; print(m.version("vllm"))',
+    ]);
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ [ID]: { version: '0.25.0', source: 'image' } });
     // the second read of the same image id runs nothing in it
     const again = reader([inspect({}), entry('python3', ok('9.9.9\n'))], { cacheFile: file });
@@ -178,7 +240,11 @@ describe('imageVllm', () => {
   it('no python3 in the image (exit 127): vllm --version is asked next', async () => {
     const { input, seen } = reader([
       inspect({}),
-      entry('python3', { code: 127, stdout: '', stderr: 'Error: runc: exec: "python3": executable file not found in $PATH' }),
+      entry('python3', {
+        code: 127,
+        stdout: '',
+        stderr: 'Error: runc: exec: "python3": executable file not found in $PATH',
+      }),
       entry('vllm', ok('0.16.0\n')),
     ]);
     expect(await imageVllm(input)).toMatchObject({ version: '0.16.0', source: 'image' });
@@ -189,20 +255,33 @@ describe('imageVllm', () => {
   it('hostile answers are reasons, never a version and never a throw; nothing is cached', async () => {
     const file = cacheFile();
     const { input } = reader(
-      [inspect({ 'com.nvidia.vllm.version': '$(reboot)' }), entry('python3', ok('0.25.0; rm -rf /\n')), entry('vllm', { code: 2, stdout: '', stderr: `${'\x07'.repeat(5)}boom\n` })],
+      [
+        inspect({ 'com.nvidia.vllm.version': '$(reboot)' }),
+        entry('python3', ok('0.25.0; rm -rf /\n')),
+        entry('vllm', { code: 2, stdout: '', stderr: `${'\x07'.repeat(5)}boom\n` }),
+      ],
       {
         cacheFile: file,
       },
     );
     const r = await imageVllm(input);
     expect(r.version).toBeUndefined();
-    expect(r.why).toMatch(/label is not a version .*python3's package metadata printed no version.*vllm --version: exit 2 \?\?\?\?\?boom/);
+    expect(r.why).toMatch(
+      /label is not a version .*python3's package metadata printed no version.*vllm --version: exit 2 \?\?\?\?\?boom/,
+    );
     expect(() => readFileSync(file)).toThrow();
   });
 
   it('an image that is not here: the reason names the pull', async () => {
-    const { input } = reader([(a) => (a.includes('inspect') ? { code: 125, stdout: '', stderr: 'Error: localhost/vllm:test: image not known' } : undefined)]);
-    expect((await imageVllm(input)).why).toBe('podman image inspect localhost/vllm:test failed: Error: localhost/vllm:test: image not known (not present locally? podman pull localhost/vllm:test)');
+    const { input } = reader([
+      (a) =>
+        a.includes('inspect')
+          ? { code: 125, stdout: '', stderr: 'Error: localhost/vllm:test: image not known' }
+          : undefined,
+    ]);
+    expect((await imageVllm(input)).why).toBe(
+      'podman image inspect localhost/vllm:test failed: Error: localhost/vllm:test: image not known (not present locally? podman pull localhost/vllm:test)',
+    );
   });
 
   it('a probe past its deadline is removed, found by the random label only this read set', async () => {
@@ -240,16 +319,26 @@ describe('imageVllm', () => {
 });
 
 describe('the version decision for an image', () => {
-  const img = (version?: string, why?: string) => ({ bin: 'podman image X', image: 'localhost/vllm:test', version, source: 'label' as const, why });
+  const img = (version?: string, why?: string) => ({
+    bin: 'podman image X',
+    image: 'localhost/vllm:test',
+    version,
+    source: 'label' as const,
+    why,
+  });
   it('auto: the image renders the flags, and the note says where it came from', () => {
     const d = decideVersion('auto', img('0.25.0'));
     expect(d).toMatchObject({ version: '0.25.0', how: 'installed', table: '0.25.0', image: 'localhost/vllm:test' });
-    expect(d.note).toBe('vLLM 0.25.0 (in the image localhost/vllm:test, read from its label; the nearest table at or below it is 0.25.0)');
+    expect(d.note).toBe(
+      'vLLM 0.25.0 (in the image localhost/vllm:test, read from its label; the nearest table at or below it is 0.25.0)',
+    );
   });
   it('unreadable: a finding with the fix (pin it), flags for the newest table, no refusal', () => {
     const d = decideVersion('auto', img(undefined, 'no com.nvidia.vllm.version label'));
     expect(d.how).toBe('unknown');
-    expect(d.note).toMatch(/^the vLLM version of the image localhost\/vllm:test was not read \(no com.nvidia.vllm.version label\).*fix: pin the image's version, --set engine.vllmVersion=X.Y.Z$/);
+    expect(d.note).toMatch(
+      /^the vLLM version of the image localhost\/vllm:test was not read \(no com.nvidia.vllm.version label\).*fix: pin the image's version, --set engine.vllmVersion=X.Y.Z$/,
+    );
     expect(versionWarnings(d, false)).toEqual([d.note]);
   });
   it("a pin that is not the image's: serve refuses (exit 2) naming the image and both fixes; dry-run warns", () => {
@@ -259,23 +348,36 @@ describe('the version decision for an image', () => {
     try {
       versionWarnings(d, false);
     } catch (e) {
-      expect((e as UsageError).message).toBe('engine.vllmVersion is pinned to 0.28.0, but the image localhost/vllm:test has vLLM 0.25.0: the flags would be rendered for a vLLM that is not there');
-      expect((e as UsageError).details).toEqual(["--set engine.vllmVersion=auto (render for the image's 0.25.0)", 'or --set container.image=REPO:TAG of an image with vLLM 0.28.0']);
+      expect((e as UsageError).message).toBe(
+        'engine.vllmVersion is pinned to 0.28.0, but the image localhost/vllm:test has vLLM 0.25.0: the flags would be rendered for a vLLM that is not there',
+      );
+      expect((e as UsageError).details).toEqual([
+        "--set engine.vllmVersion=auto (render for the image's 0.25.0)",
+        'or --set container.image=REPO:TAG of an image with vLLM 0.28.0',
+      ]);
     }
     expect(versionWarnings(d, true)[0]).toMatch(/serve refuses this/);
   });
   it.each([
     ['tag', 'as its tag states'],
     ['release-notes', "by NVIDIA's release notes for its NGC release"],
-  ] as const)('a pin that differs from what the reference states (%s, not read): a warning saying so, never a refusal', (source, how) => {
-    const d = decideVersion('0.17.0', { bin: 'podman image nvcr.io/nvidia/vllm:26.03-py3', image: 'nvcr.io/nvidia/vllm:26.03-py3', version: '0.17.1', source });
-    expect(d.mismatch).toBe(true);
-    expect(d.note).toContain('the image carries 0.17.1');
-    for (const dry of [false, true]) {
-      const w = versionWarnings(d, dry);
-      expect(w).toEqual([
-        `engine.vllmVersion is pinned to 0.17.0, but the image nvcr.io/nvidia/vllm:26.03-py3 carries vLLM 0.17.1 ${how} (not read here): the flags are rendered for the pin (fix: --set engine.vllmVersion=auto, or pin 0.17.1)`,
-      ]);
-    }
-  });
+  ] as const)(
+    'a pin that differs from what the reference states (%s, not read): a warning saying so, never a refusal',
+    (source, how) => {
+      const d = decideVersion('0.17.0', {
+        bin: 'podman image nvcr.io/nvidia/vllm:26.03-py3',
+        image: 'nvcr.io/nvidia/vllm:26.03-py3',
+        version: '0.17.1',
+        source,
+      });
+      expect(d.mismatch).toBe(true);
+      expect(d.note).toContain('the image carries 0.17.1');
+      for (const dry of [false, true]) {
+        const w = versionWarnings(d, dry);
+        expect(w).toEqual([
+          `engine.vllmVersion is pinned to 0.17.0, but the image nvcr.io/nvidia/vllm:26.03-py3 carries vLLM 0.17.1 ${how} (not read here): the flags are rendered for the pin (fix: --set engine.vllmVersion=auto, or pin 0.17.1)`,
+        ]);
+      }
+    },
+  );
 });

@@ -6,7 +6,14 @@ import { loadProfile, loadPlatform } from '../../src/profiles/load.js';
 import { renderReplicas } from '../../src/profiles/render.js';
 import { hostFromPlatform } from '../../src/profiles/validate.js';
 import { Profile } from '../../src/profiles/schema.js';
-import { renderContainerRun, imageFor, detectCli, containerVllmArgs, MARKER_LABEL, type ContainerCli } from '../../src/engine/runtime/container.js';
+import {
+  renderContainerRun,
+  imageFor,
+  detectCli,
+  containerVllmArgs,
+  MARKER_LABEL,
+  type ContainerCli,
+} from '../../src/engine/runtime/container.js';
 import { tempDir } from '../temp-dirs.js';
 
 const hf = tempDir('ctr-hf-');
@@ -14,15 +21,34 @@ const env = { HF_HOME: hf, HOME: '/nonexistent' };
 const A100 = loadPlatform('dgx-a100-os6');
 const HOPPER = loadPlatform('hopper-cuda13');
 
-function render(sets: string[], cli: ContainerCli, o: { engine?: 'vllm' | 'sim'; replica?: number; platform?: typeof A100; cwd?: string } = {}) {
+function render(
+  sets: string[],
+  cli: ContainerCli,
+  o: { engine?: 'vllm' | 'sim'; replica?: number; platform?: typeof A100; cwd?: string } = {},
+) {
   const p = loadProfile('qwen3.5-9b', { sets: ['engine.vllmVersion="0.17.0"', ...sets] }).profile;
   const platform = o.platform ?? A100;
-  const reps = renderReplicas(p, hostFromPlatform(platform, 8), { executable: ['/opt/vllm/bin/vllm'], stateDir: '/tmp/st' });
+  const reps = renderReplicas(p, hostFromPlatform(platform, 8), {
+    executable: ['/opt/vllm/bin/vllm'],
+    stateDir: '/tmp/st',
+  });
   const replica = reps[o.replica ?? 0]!;
   return {
     p,
     replica,
-    c: renderContainerRun({ profile: p, platform, replica, engine: o.engine ?? 'vllm', marker: 'm-1234567890', stateDir: '/tmp/st', cli, env, executableLen: 1, stopTimeoutS: 45, cwd: o.cwd }),
+    c: renderContainerRun({
+      profile: p,
+      platform,
+      replica,
+      engine: o.engine ?? 'vllm',
+      marker: 'm-1234567890',
+      stateDir: '/tmp/st',
+      cli,
+      env,
+      executableLen: 1,
+      stopTimeoutS: 45,
+      cwd: o.cwd,
+    }),
   };
 }
 
@@ -43,13 +69,16 @@ describe('container argv', () => {
   it.each([
     ['docker', ['--gpus'], ['"device=0,1"']],
     ['podman', ['--device', '--device'], ['nvidia.com/gpu=0', 'nvidia.com/gpu=1']],
-  ] as const)('%s: the replica GPUs in the CLI form (docker --gpus with the quotes in one element; podman CDI per GPU)', (cli, flags, values) => {
-    const { c } = render(['parallel.tensor=2'], cli);
-    expect(c.argv[0]).toBe(cli);
-    expect(c.argv.slice(1, 4)).toEqual(['run', '--detach', '--pull=never']);
-    expect(valuesOf(c.argv, flags[0])).toEqual(values);
-    expect(c.argv).not.toContain(cli === 'docker' ? '--device' : '--gpus');
-  });
+  ] as const)(
+    '%s: the replica GPUs in the CLI form (docker --gpus with the quotes in one element; podman CDI per GPU)',
+    (cli, flags, values) => {
+      const { c } = render(['parallel.tensor=2'], cli);
+      expect(c.argv[0]).toBe(cli);
+      expect(c.argv.slice(1, 4)).toEqual(['run', '--detach', '--pull=never']);
+      expect(valuesOf(c.argv, flags[0])).toEqual(values);
+      expect(c.argv).not.toContain(cli === 'docker' ? '--device' : '--gpus');
+    },
+  );
 
   it.each([
     // container.gpus, engine, CLI: the GPU flags rendered (none for a CPU build of vLLM, none for the simulator)
@@ -61,7 +90,9 @@ describe('container argv', () => {
     ['none', 'sim', 'podman', []],
   ] as const)('container.gpus %s, engine %s, %s: GPU flags %j', (gpus, engine, cli, flags) => {
     const { c } = render(['parallel.tensor=2', `container.gpus=${gpus}`], cli, { engine });
-    const rendered = c.argv.flatMap((a, i) => (a === '--gpus' || (a === '--device' && c.argv[i + 1]?.startsWith('nvidia.com/')) ? [a, c.argv[i + 1]!] : []));
+    const rendered = c.argv.flatMap((a, i) =>
+      a === '--gpus' || (a === '--device' && c.argv[i + 1]?.startsWith('nvidia.com/')) ? [a, c.argv[i + 1]!] : [],
+    );
     expect(rendered).toEqual(flags);
     expect(c.argv.some((a) => a === '--gpus' || a.includes('nvidia.com/gpu'))).toBe(flags.length > 0);
     // the rest of the run line is the same either way
@@ -116,7 +147,12 @@ describe('container argv', () => {
   it('labels carry the marker, profile, replica and state folder; the name derives from the instance', () => {
     for (const cli of ['docker', 'podman'] as const) {
       const { c } = render([], cli);
-      expect(valuesOf(c.argv, '--label')).toEqual([`${MARKER_LABEL}=m-1234567890`, 'io.sparkctl.name=sparkctl-qwen3.5-9b-0', 'io.sparkctl.profile=qwen3.5-9b', 'io.sparkctl.state=/tmp/st']);
+      expect(valuesOf(c.argv, '--label')).toEqual([
+        `${MARKER_LABEL}=m-1234567890`,
+        'io.sparkctl.name=sparkctl-qwen3.5-9b-0',
+        'io.sparkctl.profile=qwen3.5-9b',
+        'io.sparkctl.state=/tmp/st',
+      ]);
       expect(valuesOf(c.argv, '--name')).toEqual(['sparkctl-qwen3.5-9b-0']);
     }
   });
@@ -124,8 +160,15 @@ describe('container argv', () => {
   it('mounts: the HF cache and model.path read-only; extra mounts as asked', () => {
     const model = tempDir('ctr-model-');
     mkdirSync(join(model, 'x'));
-    const { c } = render([`model.path="${model}"`, `container.mounts=[{"source":"${model}/x","target":"/data","readOnly":false}]`], 'podman');
-    expect(valuesOf(c.argv, '--volume')).toEqual([`${hf}:/root/.cache/huggingface:ro`, `${model}:${model}:ro`, `${model}/x:/data`]);
+    const { c } = render(
+      [`model.path="${model}"`, `container.mounts=[{"source":"${model}/x","target":"/data","readOnly":false}]`],
+      'podman',
+    );
+    expect(valuesOf(c.argv, '--volume')).toEqual([
+      `${hf}:/root/.cache/huggingface:ro`,
+      `${model}:${model}:ro`,
+      `${model}/x:/data`,
+    ]);
   });
 
   it('--ipc=host by default, --shm-size when set; the ulimits NVIDIA uses, overridable', () => {
@@ -151,7 +194,9 @@ describe('container argv', () => {
       expect(valuesOf(c.argv, '--network')).toEqual(['host']);
       expect(c.argv).not.toContain('--publish');
     }
-    expect(valuesOf(render(['container.network="host"', 'server.host="127.0.0.1"'], 'docker').c.argv, '--host')).toEqual(['127.0.0.1']);
+    expect(
+      valuesOf(render(['container.network="host"', 'server.host="127.0.0.1"'], 'docker').c.argv, '--host'),
+    ).toEqual(['127.0.0.1']);
   });
 
   it('the image comes just before the vllm command, which is the host argv with the image`s vllm in front', () => {
@@ -170,15 +215,20 @@ describe('container argv', () => {
     ['./models/tiny', 'tiny', '/srv/work', '/srv/work/models/tiny', ['tiny']],
     // absolute: as it was (vLLM serves it under its path)
     ['/data/models/tiny', undefined, '/srv/work', '/data/models/tiny', []],
-  ])('model.path %s (servedName %s, run from %s): mounted read-only at %s and passed by that path; --served-model-name %j', (path, served, cwd, abs, names) => {
-    const { c } = render([`model.path=${path}`, ...(served ? [`model.servedName=${served}`] : [])], 'podman', { cwd });
-    expect(valuesOf(c.argv, '--volume')).toContain(`${abs}:${abs}:ro`);
-    const i = c.argv.indexOf('serve');
-    expect(c.argv[i + 1]).toBe(abs);
-    // the name clients send is unchanged: the relative path stays only as that name
-    expect(valuesOf(c.argv, '--served-model-name')).toEqual(names);
-    expect(c.argv.slice(i + 2).filter((a) => a === path)).toEqual(names.includes(path) ? [path] : []);
-  });
+  ])(
+    'model.path %s (servedName %s, run from %s): mounted read-only at %s and passed by that path; --served-model-name %j',
+    (path, served, cwd, abs, names) => {
+      const { c } = render([`model.path=${path}`, ...(served ? [`model.servedName=${served}`] : [])], 'podman', {
+        cwd,
+      });
+      expect(valuesOf(c.argv, '--volume')).toContain(`${abs}:${abs}:ro`);
+      const i = c.argv.indexOf('serve');
+      expect(c.argv[i + 1]).toBe(abs);
+      // the name clients send is unchanged: the relative path stays only as that name
+      expect(valuesOf(c.argv, '--served-model-name')).toEqual(names);
+      expect(c.argv.slice(i + 2).filter((a) => a === path)).toEqual(names.includes(path) ? [path] : []);
+    },
+  );
 
   it('global CLI options (cliArgs) go before run', () => {
     const { c } = render(['container.cliArgs=["--runtime","runc","--cgroup-manager=cgroupfs"]'], 'podman');
@@ -217,15 +267,23 @@ describe('image, CLI and command', () => {
     [[], A100, 'nvcr.io/nvidia/vllm:26.03-py3'],
     [[], loadPlatform('dgx-spark-gb10'), 'nvcr.io/nvidia/vllm:26.03-py3'],
     [[], HOPPER, 'vllm/vllm-openai:v0.17.0'],
-    [[`container.image="vllm/vllm-openai@sha256:${'a'.repeat(64)}"`], HOPPER, `vllm/vllm-openai@sha256:${'a'.repeat(64)}`],
+    [
+      [`container.image="vllm/vllm-openai@sha256:${'a'.repeat(64)}"`],
+      HOPPER,
+      `vllm/vllm-openai@sha256:${'a'.repeat(64)}`,
+    ],
   ] as const)('%j on %s -> %s', (sets, platform, image) => {
     const p = loadProfile('qwen3.5-9b', { sets: ['engine.vllmVersion="0.17.0"', ...sets] }).profile;
     expect(imageFor(p, platform)).toBe(image);
   });
 
   it('a bad digest pin is refused by the schema, naming the field', () => {
-    expect(textOf(() => loadProfile('qwen3.5-9b', { sets: ['container.image="x@sha256:abc"'] }))).toMatch(/container\.image[\s\S]*sha256/);
-    expect(textOf(() => loadProfile('qwen3.5-9b', { sets: ['container.image="Bad Image"'] }))).toMatch(/container\.image/);
+    expect(textOf(() => loadProfile('qwen3.5-9b', { sets: ['container.image="x@sha256:abc"'] }))).toMatch(
+      /container\.image[\s\S]*sha256/,
+    );
+    expect(textOf(() => loadProfile('qwen3.5-9b', { sets: ['container.image="Bad Image"'] }))).toMatch(
+      /container\.image/,
+    );
   });
 
   it('vLLM version auto off a DGX: no image can be named, the fix says how', () => {

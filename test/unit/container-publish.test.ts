@@ -13,18 +13,36 @@ const A100 = loadPlatform('dgx-a100-os6');
 
 function published(sets: string[], cli: ContainerCli): string[] {
   const p = loadProfile('qwen3.5-9b', { sets: ['engine.vllmVersion="0.17.0"', 'parallel.tensor=2', ...sets] }).profile;
-  const reps = renderReplicas(p, hostFromPlatform(A100, 8), { executable: ['/opt/vllm/bin/vllm'], stateDir: '/tmp/st' });
+  const reps = renderReplicas(p, hostFromPlatform(A100, 8), {
+    executable: ['/opt/vllm/bin/vllm'],
+    stateDir: '/tmp/st',
+  });
   return reps.flatMap((replica) => {
-    const c = renderContainerRun({ profile: p, platform: A100, replica, engine: 'vllm', marker: 'm-1234567890', stateDir: '/tmp/st', cli, env, executableLen: 1, stopTimeoutS: 45 });
+    const c = renderContainerRun({
+      profile: p,
+      platform: A100,
+      replica,
+      engine: 'vllm',
+      marker: 'm-1234567890',
+      stateDir: '/tmp/st',
+      cli,
+      env,
+      executableLen: 1,
+      stopTimeoutS: 45,
+    });
     return c.argv.flatMap((a, i) => (a === '--publish' ? [c.argv[i + 1]!] : []));
   });
 }
 
 describe('where a container replica is published', () => {
   for (const cli of ['docker', 'podman'] as const) {
-    // on loopback ports (router.replicaSocket false, or a vLLM without --uds); on sockets nothing is published (router-uds.test.ts)
+    // on loopback ports (router.replicaSocket false, or a vLLM without --uds); on sockets nothing is published
+    // (router-uds.test.ts)
     it(`${cli}: behind the router, on 127.0.0.1 only (every replica), whatever server.host says`, () => {
-      const pubs = published(['parallel.replicas=4', 'router.enabled=true', 'router.replicaSocket=false', 'server.host=0.0.0.0'], cli);
+      const pubs = published(
+        ['parallel.replicas=4', 'router.enabled=true', 'router.replicaSocket=false', 'server.host=0.0.0.0'],
+        cli,
+      );
       expect(pubs).toHaveLength(4);
       for (const p of pubs) expect(p).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
     });

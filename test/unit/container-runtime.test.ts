@@ -1,7 +1,17 @@
 // One container spec renders both CLIs; identity is proven by recorded id and marker label only.
 import { describe, it, expect } from 'vitest';
 import { classifyLog } from '../../src/engine/classify.js';
-import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, imageStart, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
+import {
+  runArgv,
+  inspectArgv,
+  stopArgv,
+  proveContainer,
+  defaultImage,
+  containerName,
+  imageStart,
+  MARKER_LABEL,
+  type ContainerSpec,
+} from '../../src/engine/runtime/container.js';
 import { cliRun, cliRunAsync, failureLine } from '../../src/engine/runtime/ops.js';
 import { ContainerBlock } from '../../src/profiles/schema.js';
 import { endFollower } from '../../src/engine/runtime/launch-container.js';
@@ -23,7 +33,17 @@ const spec = (over: Partial<ContainerSpec> = {}): ContainerSpec => ({
   ipc: 'host',
   env: { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' },
   envByName: ['VLLM_API_KEY'],
-  vllmArgs: ['/models/q', '--tensor-parallel-size', '2', '--port', '8000', '--host', '0.0.0.0', '--shutdown-timeout', '30'],
+  vllmArgs: [
+    '/models/q',
+    '--tensor-parallel-size',
+    '2',
+    '--port',
+    '8000',
+    '--host',
+    '0.0.0.0',
+    '--shutdown-timeout',
+    '30',
+  ],
   stopTimeoutS: 45,
   ...over,
 });
@@ -118,11 +138,33 @@ describe("the command after the image follows the image's entrypoint", () => {
 
   it('renders each: only the arguments, vllm as the entrypoint, or vllm serve as the command', () => {
     const tail = (s: Partial<ContainerSpec>) => runArgv(spec(s)).slice(runArgv(spec(s)).indexOf('--stop-timeout') + 2);
-    expect(tail({ start: 'args' })).toEqual(['nvcr.io/nvidia/vllm:26.01-py3', '/models/q', '--tensor-parallel-size', '2', '--port', '8000', '--host', '0.0.0.0', '--shutdown-timeout', '30']);
-    expect(tail({ start: 'command' }).slice(0, 4)).toEqual(['nvcr.io/nvidia/vllm:26.01-py3', 'vllm', 'serve', '/models/q']);
+    expect(tail({ start: 'args' })).toEqual([
+      'nvcr.io/nvidia/vllm:26.01-py3',
+      '/models/q',
+      '--tensor-parallel-size',
+      '2',
+      '--port',
+      '8000',
+      '--host',
+      '0.0.0.0',
+      '--shutdown-timeout',
+      '30',
+    ]);
+    expect(tail({ start: 'command' }).slice(0, 4)).toEqual([
+      'nvcr.io/nvidia/vllm:26.01-py3',
+      'vllm',
+      'serve',
+      '/models/q',
+    ]);
     expect(tail({}).slice(0, 3)).toEqual(['nvcr.io/nvidia/vllm:26.01-py3', 'vllm', 'serve']);
     const ep = runArgv(spec({ start: 'entrypoint-vllm' }));
-    expect(ep.slice(ep.indexOf('--entrypoint'), ep.indexOf('--entrypoint') + 5)).toEqual(['--entrypoint', 'vllm', 'nvcr.io/nvidia/vllm:26.01-py3', 'serve', '/models/q']);
+    expect(ep.slice(ep.indexOf('--entrypoint'), ep.indexOf('--entrypoint') + 5)).toEqual([
+      '--entrypoint',
+      'vllm',
+      'nvcr.io/nvidia/vllm:26.01-py3',
+      'serve',
+      '/models/q',
+    ]);
   });
 });
 
@@ -142,7 +184,9 @@ describe('images and names', () => {
     ['vllm/vllm-openai:v0.27.2; rm -rf /', false],
     ['Upper/case', false],
     [`x@sha256:${'a'.repeat(63)}`, false],
-  ])('%s valid: %s (the profile schema: container.image)', (ref, ok) => expect(ContainerBlock.safeParse({ image: ref }).success).toBe(ok));
+  ])('%s valid: %s (the profile schema: container.image)', (ref, ok) =>
+    expect(ContainerBlock.safeParse({ image: ref }).success).toBe(ok),
+  );
 
   it('names come from the instance', () => expect(containerName('qwen3.5-9b-0')).toBe('sparkctl-qwen3.5-9b-0'));
 });
@@ -154,19 +198,37 @@ describe('proveContainer: by recorded id and marker label, never by name', () =>
     ['ours, running', `${id} m-1234abcd true\n`, false, { state: 'alive', id }],
     ['ours, exited', `${id} m-1234abcd false`, false, { state: 'exited', id }],
     ['not there', '', true, { state: 'gone' }],
-    ['same name, another container', `${'b'.repeat(64)} m-1234abcd true`, false, { state: 'unproven', code: 'id-differs' }],
+    [
+      'same name, another container',
+      `${'b'.repeat(64)} m-1234abcd true`,
+      false,
+      { state: 'unproven', code: 'id-differs' },
+    ],
     ['no sparkctl label', `${id} <no value> true`, false, { state: 'unproven', code: 'no-label' }],
     ['another marker', `${id} m-other999 true`, false, { state: 'unproven', code: 'other-marker' }],
     ['hostile answer', 'Error: something\nwith lines', false, { state: 'unproven', code: 'unreadable' }],
   ])('%s', (_w, stdout, notFound, want) => expect(proveContainer(rec, { stdout, notFound })).toMatchObject(want));
 
   it('a record without an id or marker proves nothing', () => {
-    expect(proveContainer({}, { stdout: `${id} m-1234abcd true`, notFound: false })).toMatchObject({ state: 'unproven' });
-    expect(proveContainer({ containerId: id }, { stdout: `${id} m-1234abcd true`, notFound: false })).toMatchObject({ state: 'unproven', code: 'other-marker' });
+    expect(proveContainer({}, { stdout: `${id} m-1234abcd true`, notFound: false })).toMatchObject({
+      state: 'unproven',
+    });
+    expect(proveContainer({ containerId: id }, { stdout: `${id} m-1234abcd true`, notFound: false })).toMatchObject({
+      state: 'unproven',
+      code: 'other-marker',
+    });
   });
 
   it('inspect and stop argv', () => {
-    expect(inspectArgv('podman', 'abc')).toEqual(['podman', 'inspect', '--type', 'container', '--format', `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`, 'abc']);
+    expect(inspectArgv('podman', 'abc')).toEqual([
+      'podman',
+      'inspect',
+      '--type',
+      'container',
+      '--format',
+      `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`,
+      'abc',
+    ]);
     expect(stopArgv('docker', 'abc', 45)).toEqual(['docker', 'stop', '-t', '45', 'abc']);
     expect(stopArgv('podman', 'abc', 45)).toEqual(['podman', 'stop', '--time', '45', 'abc']);
   });
@@ -174,10 +236,22 @@ describe('proveContainer: by recorded id and marker label, never by name', () =>
 
 describe('container failures classified, each with its fix', () => {
   it.each([
-    ['docker: Error response from daemon: No such image: nvcr.io/nvidia/vllm:26.01-py3.', 'image-not-present', /docker pull nvcr\.io\/nvidia\/vllm:26\.01-py3 /],
+    [
+      'docker: Error response from daemon: No such image: nvcr.io/nvidia/vllm:26.01-py3.',
+      'image-not-present',
+      /docker pull nvcr\.io\/nvidia\/vllm:26\.01-py3 /,
+    ],
     ['Error: localhost/sparkctl-sim:1: image not known', 'image-not-present', /pull localhost\/sparkctl-sim:1 /],
-    ['docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].', 'container-no-gpu-driver', /nvidia-ctk runtime configure --runtime=docker/],
-    ['Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=0', 'cdi-device-not-found', /nvidia-ctk cdi generate/],
+    [
+      'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
+      'container-no-gpu-driver',
+      /nvidia-ctk runtime configure --runtime=docker/,
+    ],
+    [
+      'Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=0',
+      'cdi-device-not-found',
+      /nvidia-ctk cdi generate/,
+    ],
     [
       'docker: Error response from daemon: Conflict. The container name "/sparkctl-tiny-0" is already in use by container "8f1c". You have to remove (or rename) that container to be able to reuse that name.',
       'container-name-in-use',
@@ -188,7 +262,11 @@ describe('container failures classified, each with its fix', () => {
       'container-name-in-use',
       /sparkctl-tiny-0/,
     ],
-    ['docker: Error response from daemon: driver failed programming external connectivity on endpoint x: Bind for 127.0.0.1:8000 failed: port is already allocated.', 'port-in-use', /server\.port/],
+    [
+      'docker: Error response from daemon: driver failed programming external connectivity on endpoint x: Bind for 127.0.0.1:8000 failed: port is already allocated.',
+      'port-in-use',
+      /server\.port/,
+    ],
     // docker.io 20.10 when a host process (not a container) holds the published port
     [
       'docker: Error response from daemon: driver failed programming external connectivity on endpoint sparkctl-x-0 (4821): Error starting userland proxy: listen tcp4 127.0.0.1:12393: bind: address already in use',
@@ -232,7 +310,10 @@ describe('a container CLI that cannot be run, or does not answer: the same words
 
 describe("a failed CLI's reason: its error line, not the usage hint docker prints after it", () => {
   it.each([
-    ["docker: Error response from daemon: No such image: x:1.\nSee 'docker run --help'.\n", 'docker: Error response from daemon: No such image: x:1.'],
+    [
+      "docker: Error response from daemon: No such image: x:1.\nSee 'docker run --help'.\n",
+      'docker: Error response from daemon: No such image: x:1.',
+    ],
     [
       "docker: Error response from daemon: Bind for 127.0.0.1:1 failed: port is already allocated.\n\nRun 'docker run --help' for more information\n",
       'docker: Error response from daemon: Bind for 127.0.0.1:1 failed: port is already allocated.',
@@ -252,11 +333,25 @@ describe("a failed CLI's reason: its error line, not the usage hint docker print
 describe('endFollower: a log follower that outlived its container is ended, proven first', () => {
   const ID = 'a'.repeat(64);
   const follower = (id = ID) => {
-    const c = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'logs', '-f', id], { detached: true, stdio: 'ignore' });
+    const c = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'logs', '-f', id], {
+      detached: true,
+      stdio: 'ignore',
+    });
     const start = processStartTime(c.pid!)!;
-    return { c, rec: { cli: 'podman' as const, cliArgs: [], name: 'n', image: 'i', id: ID, follower: { pid: c.pid!, startTime: start } } };
+    return {
+      c,
+      rec: {
+        cli: 'podman' as const,
+        cliArgs: [],
+        name: 'n',
+        image: 'i',
+        id: ID,
+        follower: { pid: c.pid!, startTime: start },
+      },
+    };
   };
-  const alive = (pid: number) => processStartTime(pid) !== undefined && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+  const alive = (pid: number) =>
+    processStartTime(pid) !== undefined && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
 
   it('one still running after the moment it is given is ended', async () => {
     const { c, rec } = follower();

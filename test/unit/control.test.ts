@@ -34,7 +34,8 @@ describe('shownEscaped: a printer never sends a control character to the termina
   });
 
   it('hasControl and CONTROL are the same rule validators refuse by', () => {
-    for (const bad of ['\u001b', '\n', '\t', '\u0085', '\u009b', '\u2028', '\u007f']) expect(hasControl(`x${bad}y`)).toBe(true);
+    for (const bad of ['\u001b', '\n', '\t', '\u0085', '\u009b', '\u2028', '\u007f'])
+      expect(hasControl(`x${bad}y`)).toBe(true);
     expect(hasControl('plain/text-1.0_x:y')).toBe(false);
     expect(CONTROL.global).toBe(false);
   });
@@ -48,8 +49,18 @@ describe('shownEscaped: a printer never sends a control character to the termina
 
   it("preflight --nodes' matrix: a node's check id and status are shown escaped", () => {
     const out = nodeMatrix([
-      { node: 'n0', reached: true, summary: { pass: 1, warn: 0, fail: 0 }, checks: [{ id: 'gpu\u001b[2J', status: 'pass' }] },
-      { node: 'n1', reached: true, summary: { pass: 0, warn: 0, fail: 0 }, checks: [{ id: 'gpu\u001b[2J', status: 'odd\u001b]0;x\u0007' }] },
+      {
+        node: 'n0',
+        reached: true,
+        summary: { pass: 1, warn: 0, fail: 0 },
+        checks: [{ id: 'gpu\u001b[2J', status: 'pass' }],
+      },
+      {
+        node: 'n1',
+        reached: true,
+        summary: { pass: 0, warn: 0, fail: 0 },
+        checks: [{ id: 'gpu\u001b[2J', status: 'odd\u001b]0;x\u0007' }],
+      },
     ] as unknown as Parameters<typeof nodeMatrix>[0]);
     expect(out).toContain('gpu\\x1b[2J');
     expect(out).toContain('ODD\\x1b]0;X\\x07');
@@ -87,7 +98,10 @@ describe('one class for every pattern: each refuses what the rule refuses', () =
   });
   it('no source file writes a control class of its own', () => {
     const ROOT = join(dirname(new URL(import.meta.url).pathname), '..', '..');
-    const walk = (d: string): string[] => readdirSync(join(ROOT, d), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+    const walk = (d: string): string[] =>
+      readdirSync(join(ROOT, d), { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)],
+      );
     const own: string[] = [];
     for (const f of walk('src').filter((x) => x.endsWith('.ts') && x !== join('src', 'util', 'control.ts'))) {
       readFileSync(join(ROOT, f), 'utf8')

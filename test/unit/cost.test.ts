@@ -108,7 +108,10 @@ describe('computeCost', () => {
 
   it('split by prefill vs decode time sums when vLLM has them', () => {
     const r = computeCost({
-      samples: [mk(0, 0, 0, { c: { prompt: 0, generation: 0, prefillS: 10, decodeS: 10 } }), mk(1, 0, 0, { c: { prompt: 1000, generation: 1000, prefillS: 12, decodeS: 18 } })],
+      samples: [
+        mk(0, 0, 0, { c: { prompt: 0, generation: 0, prefillS: 10, decodeS: 10 } }),
+        mk(1, 0, 0, { c: { prompt: 1000, generation: 1000, prefillS: 12, decodeS: 18 } }),
+      ],
       pricePerGpuHour: 10,
     });
     expect(r.split).toEqual({ by: 'prefill-decode-time', promptShare: 0.2 });
@@ -133,7 +136,9 @@ describe('computeCost', () => {
 
   it('measured utilisation averages GPUs within a sample, then samples', () => {
     const g = (u: number[]) => u.map((util, i) => ({ i, util }));
-    expect(measuredUtilization([mk(0, 0, 0, { gpu: g([100, 0]) }), mk(1, 0, 0, { gpu: g([50, 50]) }), mk(2, 0, 0)])).toBeCloseTo(0.5, 12);
+    expect(
+      measuredUtilization([mk(0, 0, 0, { gpu: g([100, 0]) }), mk(1, 0, 0, { gpu: g([50, 50]) }), mk(2, 0, 0)]),
+    ).toBeCloseTo(0.5, 12);
     expect(measuredUtilization([mk(0, 0, 0)])).toBeUndefined();
   });
 });

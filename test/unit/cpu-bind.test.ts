@@ -15,7 +15,9 @@ const dir = join(ROOT, 'test', 'real-vllm', 'profiles');
 const tiny = (sets: string[] = []) => loadProfile('tiny', { profilesDir: dir, sets });
 const host = hostFromPlatform(loadPlatform('hopper-cuda13'), 4);
 const bind = (sets: string[], cpu: boolean | undefined) =>
-  renderReplicas(tiny(sets).profile, host, { executable: ['vllm'], stateDir: '/tmp/s', cpuBuild: cpu }).map((r) => r.env.VLLM_CPU_OMP_THREADS_BIND);
+  renderReplicas(tiny(sets).profile, host, { executable: ['vllm'], stateDir: '/tmp/s', cpuBuild: cpu }).map(
+    (r) => r.env.VLLM_CPU_OMP_THREADS_BIND,
+  );
 
 describe('a CPU build of vLLM by its version', () => {
   it.each([
@@ -47,7 +49,10 @@ describe('VLLM_CPU_OMP_THREADS_BIND for several CPU replicas on one host', () =>
 
   it('serve decides it from the version of the vLLM that runs, for the real engine only', () => {
     const r = resolveLoaded(tiny(['parallel.replicas=2']), { gpus: 4 });
-    const env = (engine: 'vllm' | 'sim', installedVllm?: string) => buildServePlan(r, { engine, vllmBin: 'vllm', prewarm: false, installedVllm }).replicas.map((x) => x.env.VLLM_CPU_OMP_THREADS_BIND);
+    const env = (engine: 'vllm' | 'sim', installedVllm?: string) =>
+      buildServePlan(r, { engine, vllmBin: 'vllm', prewarm: false, installedVllm }).replicas.map(
+        (x) => x.env.VLLM_CPU_OMP_THREADS_BIND,
+      );
     expect(env('vllm', '0.27.2.dev0+g6adad0876.cpu')).toEqual(['nobind', 'nobind']);
     expect(env('vllm', '0.27.2')).toEqual([undefined, undefined]);
     expect(env('vllm')).toEqual([undefined, undefined]);

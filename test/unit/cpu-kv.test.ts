@@ -26,7 +26,12 @@ describe('KV cache size in bytes (CPU backend)', () => {
   it('without the size nothing is rendered and nothing unset (a GPU profile is untouched)', () => {
     const p = loadProfile('qwen3.5-9b').profile;
     expect(engineArgs(p)).not.toContain('--kv-cache-memory-bytes');
-    expect(renderReplicas(p, hostFromPlatform(loadPlatform('dgx-a100-os6')), { executable: ['vllm'], stateDir: '/tmp/s' })[0]!.unsetEnv).toEqual([]);
+    expect(
+      renderReplicas(p, hostFromPlatform(loadPlatform('dgx-a100-os6')), {
+        executable: ['vllm'],
+        stateDir: '/tmp/s',
+      })[0]!.unsetEnv,
+    ).toEqual([]);
   });
 
   it('the variable in the profile env as well is refused: it would win', () => {

@@ -5,13 +5,24 @@ import { nodesEnvelope, textRenderer } from '../../src/verbs/serve/render.js';
 import { exitCodeOf } from '../../src/errors.js';
 import type { Profile } from '../../src/profiles/schema.js';
 
-const OOM = 'INFO loading\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB\n';
+const OOM =
+  'INFO loading\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB\n';
 const BIND = 'INFO starting\nOSError: [Errno 98] Address already in use\n';
 
 describe('diagnose(result, log): one explanation for one node and a Ray head', () => {
   it.each([
-    ['exited + OOM in the log', { reason: 'exited', detail: 'exited with code 1 before it was ready', ms: 10 }, OOM, { causeId: 'cuda-oom', cause: /out of GPU memory/, evidence: /OutOfMemoryError/ }],
-    ['exited + bind error', { reason: 'exited', detail: 'exited with code 1', ms: 10 }, BIND, { causeId: 'port-in-use', cause: /port is already in use/, evidence: /Errno 98/ }],
+    [
+      'exited + OOM in the log',
+      { reason: 'exited', detail: 'exited with code 1 before it was ready', ms: 10 },
+      OOM,
+      { causeId: 'cuda-oom', cause: /out of GPU memory/, evidence: /OutOfMemoryError/ },
+    ],
+    [
+      'exited + bind error',
+      { reason: 'exited', detail: 'exited with code 1', ms: 10 },
+      BIND,
+      { causeId: 'port-in-use', cause: /port is already in use/, evidence: /Errno 98/ },
+    ],
     [
       'stalled, nothing in the log',
       { reason: 'stalled', detail: 'no log output for 61 s', ms: 61_000 },
@@ -24,7 +35,12 @@ describe('diagnose(result, log): one explanation for one node and a Ray head', (
       'INFO still loading\n',
       { causeId: 'timeout', cause: /longer than the ready timeout/, fix: /--ready-timeout 30m/ },
     ],
-    ['not ours', { reason: 'not-ours', detail: 'another process', ms: 1 }, '', { causeId: 'not-ours', cause: /not the one sparkctl started/, fix: /ss -ltnp/ }],
+    [
+      'not ours',
+      { reason: 'not-ours', detail: 'another process', ms: 1 },
+      '',
+      { causeId: 'not-ours', cause: /not the one sparkctl started/, fix: /ss -ltnp/ },
+    ],
     // The hang is named from where the log stopped (vLLM's own wording, ray_utils.py), not "raise the timeout".
     [
       'stalled at a Ray placement-group wait',
@@ -38,7 +54,12 @@ describe('diagnose(result, log): one explanation for one node and a Ray head', (
       'INFO custom_all_reduce_utils.py:234] generating GPU P2P access cache in /root/.cache/vllm/gpu_p2p_access_cache_for_0,1.json\n',
       { causeId: 'p2p-hang', fix: /NCCL_P2P_DISABLE=1/ },
     ],
-    ['interrupted: no cause is invented', { reason: 'interrupted', detail: 'interrupted', ms: 1 }, OOM, { causeId: 'interrupted' }],
+    [
+      'interrupted: no cause is invented',
+      { reason: 'interrupted', detail: 'interrupted', ms: 1 },
+      OOM,
+      { causeId: 'interrupted' },
+    ],
   ] as const)('%s', (_, result, log, want) => {
     const d = diagnose(result, log);
     expect(d.reason).toBe(result.reason);
@@ -111,8 +132,19 @@ describe('over nodes: the same diagnosis, naming the node', () => {
       { node: 'n1', d: diagnose({ reason: 'exited', detail: 'x', ms: 0 }, 'INFO nothing to see\n') },
       { node: 'n2', d: diagnose({ reason: 'exited', detail: 'x', ms: 0 }, OOM) },
     ];
-    const f = endedOnNodes(parts, 'vLLM rank 1 on n1 exited\nvLLM rank 2 on n2 exited', ['n1: a', 'n2: b'], 'read its log');
-    expect(f).toMatchObject({ reason: 'exited', causeId: 'cuda-oom', node: 'n2', detail: 'vLLM rank 1 on n1 exited\nvLLM rank 2 on n2 exited', lastLines: ['n1: a', 'n2: b'] });
+    const f = endedOnNodes(
+      parts,
+      'vLLM rank 1 on n1 exited\nvLLM rank 2 on n2 exited',
+      ['n1: a', 'n2: b'],
+      'read its log',
+    );
+    expect(f).toMatchObject({
+      reason: 'exited',
+      causeId: 'cuda-oom',
+      node: 'n2',
+      detail: 'vLLM rank 1 on n1 exited\nvLLM rank 2 on n2 exited',
+      lastLines: ['n1: a', 'n2: b'],
+    });
     expect(f.evidence).toMatch(/OutOfMemoryError/);
     expect(f.fix).toBe(parts[1]!.d.fix);
     // no log named a cause: the first rank, its reason as the id, the fix given
@@ -122,7 +154,9 @@ describe('over nodes: the same diagnosis, naming the node', () => {
   });
 
   it('a failure before the watch: its reason is its cause id, no line', () => {
-    expect(failedBefore('refused', 'big is already served on these nodes', [], { fix: 'stop it first', node: 'n0' })).toEqual({
+    expect(
+      failedBefore('refused', 'big is already served on these nodes', [], { fix: 'stop it first', node: 'n0' }),
+    ).toEqual({
       reason: 'refused',
       detail: 'big is already served on these nodes',
       causeId: 'refused',
@@ -139,7 +173,12 @@ describe('over nodes: the same diagnosis, naming the node', () => {
     expect(env.status).toBe('launch-failed');
     expect(env.exitCode).toBe(4);
     expect(Object.keys(env.failure)).toEqual(['message', 'fix', 'evidence', 'node', 'reason', 'cause', 'line']);
-    expect(env.failure).toMatchObject({ node: 'n0', reason: 'exited', cause: 'cuda-oom', line: expect.stringMatching(/OutOfMemoryError/) });
+    expect(env.failure).toMatchObject({
+      node: 'n0',
+      reason: 'exited',
+      cause: 'cuda-oom',
+      line: expect.stringMatching(/OutOfMemoryError/),
+    });
     expect(env.failure.message).toMatch(/^vLLM on n0 exited before it was ready: /);
     expect(env.failure.evidence).toEqual(OOM.trim().split('\n'));
     const err: string[] = [];

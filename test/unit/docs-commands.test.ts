@@ -26,7 +26,8 @@ export function codeOf(md: string): { code: string; fenced: string } {
 async function pageProblems(md: string): Promise<string[]> {
   const { code, fenced } = codeOf(md);
   const out = badNumbers(fenced).map((s) => `bad number: ...${s}...`);
-  for (const words of sparkctlCommands(code)) for (const p of await commandProblems(words)) out.push(`"sparkctl ${words.join(' ')}": ${p}`);
+  for (const words of sparkctlCommands(code))
+    for (const p of await commandProblems(words)) out.push(`"sparkctl ${words.join(' ')}": ${p}`);
   return out;
 }
 
@@ -64,7 +65,8 @@ describe('the commands in the docs', () => {
     const problems: string[] = [];
     for (const page of PAGES) {
       const md = readFileSync(join(ROOT, page), 'utf8');
-      for (const p of WHOLE.has(page) ? await printedProblems(md) : await pageProblems(md)) problems.push(`${page}: ${p}`);
+      for (const p of WHOLE.has(page) ? await printedProblems(md) : await pageProblems(md))
+        problems.push(`${page}: ${p}`);
     }
     expect(problems).toEqual([]);
   });

@@ -42,7 +42,8 @@ function brokenLinks(file: string, md: string, read: (p: string) => string | und
       bad.push(`${relative(ROOT, file)}: ${target} (no such file)`);
       continue;
     }
-    if (frag !== undefined && !anchorsOf(text).has(frag)) bad.push(`${relative(ROOT, file)}: ${target} (no heading #${frag} there)`);
+    if (frag !== undefined && !anchorsOf(text).has(frag))
+      bad.push(`${relative(ROOT, file)}: ${target} (no heading #${frag} there)`);
   }
   return bad;
 }
@@ -62,7 +63,10 @@ const DOCS = [
 describe('docs', () => {
   it.each([
     ['## One endpoint: the router, and rolling restarts', 'one-endpoint-the-router-and-rolling-restarts'],
-    ['### Reading what is there: the model, the installed vLLM, the host', 'reading-what-is-there-the-model-the-installed-vllm-the-host'],
+    [
+      '### Reading what is there: the model, the installed vLLM, the host',
+      'reading-what-is-there-the-model-the-installed-vllm-the-host',
+    ],
     ['## `max-model-len`', 'max-model-len'],
     ['## Support bundle v1', 'support-bundle-v1'],
   ])('the anchor of %s is #%s', (heading, anchor) => {
@@ -70,13 +74,20 @@ describe('docs', () => {
   });
 
   it('repeated headings get -1, -2 and a heading inside a code block is none', () => {
-    expect([...anchorsOf('## Notes\n## Notes\n```sh\n# not a heading\n```\n## Notes')]).toEqual(['notes', 'notes-1', 'notes-2']);
+    expect([...anchorsOf('## Notes\n## Notes\n```sh\n# not a heading\n```\n## Notes')]).toEqual([
+      'notes',
+      'notes-1',
+      'notes-2',
+    ]);
   });
 
   it('the checker finds a missing file and a missing anchor, and leaves URLs and code alone', () => {
     const files: Record<string, string> = { '/d/b.md': '# B\n## Here\n' };
     const md = '[ok](b.md#here) [gone](c.md) [bad](b.md#there) [web](https://example.com/x#y) `[code](nope.md)`';
-    expect(brokenLinks('/d/a.md', md, (p) => files[p])).toEqual([expect.stringContaining('c.md (no such file)'), expect.stringContaining('b.md#there (no heading #there there)')]);
+    expect(brokenLinks('/d/a.md', md, (p) => files[p])).toEqual([
+      expect.stringContaining('c.md (no such file)'),
+      expect.stringContaining('b.md#there (no heading #there there)'),
+    ]);
   });
 
   it('every link in README.md and docs/ resolves, #anchors included', () => {
@@ -103,7 +114,17 @@ describe('docs', () => {
   it('the README is a front page read in five minutes: under 110 lines, the two commands first, the task pages, the exit-code table', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     expect(readme.split('\n').length).toBeLessThan(110);
-    for (const page of ['one-spark', 'two-sparks', 'any-model', 'check-it-works', 'connect-a-client', 'keep-it-running', 'when-it-fails', 'verbs']) expect(readme).toContain(`(docs/${page}.md)`);
+    for (const page of [
+      'one-spark',
+      'two-sparks',
+      'any-model',
+      'check-it-works',
+      'connect-a-client',
+      'keep-it-running',
+      'when-it-fails',
+      'verbs',
+    ])
+      expect(readme).toContain(`(docs/${page}.md)`);
     const firstBlock = /```sh\n([\s\S]*?)```/.exec(readme)![1]!;
     expect(firstBlock.trim().split('\n')).toEqual(['npm ci && npx sparkctl serve qwen3.5-9b --engine sim', 'npm test']);
     for (const code of ['0', '1', '2', '3', '4', '70']) expect(readme).toMatch(new RegExp(`^\\| ${code} \\|`, 'm'));

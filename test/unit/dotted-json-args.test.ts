@@ -49,25 +49,39 @@ describe('a JSON option given key by key', () => {
   });
 
   it('the key path is read as vLLM reads it', () => {
-    expect(dottedOption('0.28.0', '--compilation-config.pass_config.enable_fusion')).toEqual({ flag: '--compilation-config', path: 'pass_config.enable_fusion' });
-    expect(dottedOption('0.28.0', '-cc.cudagraph_capture_sizes+')).toEqual({ flag: '--compilation-config', path: 'cudagraph_capture_sizes+' });
+    expect(dottedOption('0.28.0', '--compilation-config.pass_config.enable_fusion')).toEqual({
+      flag: '--compilation-config',
+      path: 'pass_config.enable_fusion',
+    });
+    expect(dottedOption('0.28.0', '-cc.cudagraph_capture_sizes+')).toEqual({
+      flag: '--compilation-config',
+      path: 'cudagraph_capture_sizes+',
+    });
     expect(dottedOption('0.28.0', '--compilation-config')).toBeUndefined();
   });
 });
 
 describe('profiles import of a recipe with a dotted JSON key', () => {
   it("spark-arena's qwen3.5-397b fp8 4x recipe: --compilation-config.cudagraph_mode none goes to engine.extraArgs as written", () => {
-    const raw = yaml.load(readFileSync(join(FIXTURES, 'recipes', 'spark-arena--qwen3.5-397b-a17b-fp8-4x-vllm.yaml'), 'utf8'));
+    const raw = yaml.load(
+      readFileSync(join(FIXTURES, 'recipes', 'spark-arena--qwen3.5-397b-a17b-fp8-4x-vllm.yaml'), 'utf8'),
+    );
     const r = importRecipe(raw, { name: 'q397', vllmVersion: '0.28.0' });
     const extra = (r.profile.engine as { extraArgs?: string[] }).extraArgs ?? [];
     expect(extra.join(' ')).toContain('--compilation-config.cudagraph_mode none');
     expect(r.unmapped.map((u) => u.key)).not.toContain('command --compilation-config.cudagraph_mode');
-    expect(r.mapped).toContainEqual(expect.objectContaining({ key: 'command --compilation-config.cudagraph_mode', field: 'engine.extraArgs' }));
+    expect(r.mapped).toContainEqual(
+      expect.objectContaining({ key: 'command --compilation-config.cudagraph_mode', field: 'engine.extraArgs' }),
+    );
     // the profile it made validates its flags against the same table
     expect(checkArgv(extra, '0.28.0').filter((p) => p.severity === 'error')).toEqual([]);
   });
 
-  const recipe = (flags: string) => ({ model: 'org/m', container: 'nvcr.io/nvidia/vllm:26.03-py3', command: `vllm serve org/m ${flags}` });
+  const recipe = (flags: string) => ({
+    model: 'org/m',
+    container: 'nvcr.io/nvidia/vllm:26.03-py3',
+    command: `vllm serve org/m ${flags}`,
+  });
   it.each<[string, string]>([
     ['--speculative-config.model org/draft --speculative-config.num_speculative_tokens 3', '--speculative-config'],
     ['--kv-transfer-config.kv_connector_module_path my.mod', 'kv_connector_module_path'],
@@ -79,22 +93,43 @@ describe('profiles import of a recipe with a dotted JSON key', () => {
     expect(JSON.stringify(r.profile)).not.toContain(flags.split(' ')[1]!);
     // with --allow it is imported as written
     const ok = importRecipe(recipe(flags), { name: 't', vllmVersion: '0.28.0', allow: [allow] });
-    expect(((ok.profile.engine as { extraArgs?: string[] }).extraArgs ?? []).join(' ')).toContain(flags.split(' ').slice(0, 2).join(' '));
+    expect(((ok.profile.engine as { extraArgs?: string[] }).extraArgs ?? []).join(' ')).toContain(
+      flags.split(' ').slice(0, 2).join(' '),
+    );
   });
 
   it('a dotted key is never taken as the whole JSON of a typed field', () => {
-    const r = importRecipe(recipe('--speculative-config.method mtp --speculative-config.num_speculative_tokens 2'), { name: 't', vllmVersion: '0.28.0' });
-    expect((r.profile.engine as { extraArgs?: string[] }).extraArgs).toEqual(['--speculative-config.method', 'mtp', '--speculative-config.num_speculative_tokens', '2']);
+    const r = importRecipe(recipe('--speculative-config.method mtp --speculative-config.num_speculative_tokens 2'), {
+      name: 't',
+      vllmVersion: '0.28.0',
+    });
+    expect((r.profile.engine as { extraArgs?: string[] }).extraArgs).toEqual([
+      '--speculative-config.method',
+      'mtp',
+      '--speculative-config.num_speculative_tokens',
+      '2',
+    ]);
   });
 });
 
 describe('the memory plan reads a speculative setting given key by key', () => {
   const p = (extraArgs: string[]) => Profile.parse({ name: 's', model: { id: 'org/m' }, engine: { extraArgs } });
   it.each<[string[], { method: string; tokens?: number }]>([
-    [['--speculative-config.method', 'mtp', '--speculative-config.num_speculative_tokens', '3'], { method: 'mtp', tokens: 3 }],
+    [
+      ['--speculative-config.method', 'mtp', '--speculative-config.num_speculative_tokens', '3'],
+      { method: 'mtp', tokens: 3 },
+    ],
     [['-sc.method=eagle3', '-sc.num_speculative_tokens=2'], { method: 'eagle3', tokens: 2 }],
     // the keys merge into the JSON given whole (later wins), as vLLM's parser does
-    [['--speculative-config', '{"method": "mtp", "num_speculative_tokens": 1}', '--speculative-config.num_speculative_tokens', '4'], { method: 'mtp', tokens: 4 }],
+    [
+      [
+        '--speculative-config',
+        '{"method": "mtp", "num_speculative_tokens": 1}',
+        '--speculative-config.num_speculative_tokens',
+        '4',
+      ],
+      { method: 'mtp', tokens: 4 },
+    ],
   ])('%j', (args, want) => {
     expect(memorySettings(p(args)).spec).toMatchObject(want);
   });
@@ -113,7 +148,8 @@ describe('engine.blockSize: what the target vLLM takes', () => {
     model: 'deepseek-ai/DeepSeek-V4-Flash',
     container: 'vllm-node-dsv4',
     defaults: { block_size: 256, tensor_parallel: 2 },
-    command: 'vllm serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size {tensor_parallel} --block-size {block_size} --kv-cache-dtype fp8',
+    command:
+      'vllm serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size {tensor_parallel} --block-size {block_size} --kv-cache-dtype fp8',
   };
   it('the recipe block_size 256 becomes engine.blockSize 256', () => {
     const r = importRecipe(eugrDeepseek, { name: 'ds', vllmVersion: '0.28.0' });
@@ -144,24 +180,37 @@ describe('engine.blockSize: what the target vLLM takes', () => {
 
 describe('an empty sparkrun/eugr block', () => {
   it('`mods: []` (eugr deepseek-v4-flash.yaml) is read as asking for nothing, not reported as lost', () => {
-    const r = importRecipe({ model: 'org/m', mods: [], build_args: null, command: 'vllm serve org/m' }, { name: 'e', vllmVersion: '0.28.0' });
+    const r = importRecipe(
+      { model: 'org/m', mods: [], build_args: null, command: 'vllm serve org/m' },
+      { name: 'e', vllmVersion: '0.28.0' },
+    );
     expect(r.unmapped.map((u) => u.key)).toEqual([]);
     expect(r.mapped).toContainEqual(expect.objectContaining({ key: 'mods', field: '(empty: nothing to carry)' }));
     // a list that asks for something is still reported with its fix
-    const m = importRecipe({ model: 'org/m', mods: ['mods/fix-x'], command: 'vllm serve org/m' }, { name: 'e', vllmVersion: '0.28.0' });
+    const m = importRecipe(
+      { model: 'org/m', mods: ['mods/fix-x'], command: 'vllm serve org/m' },
+      { name: 'e', vllmVersion: '0.28.0' },
+    );
     expect(m.unmapped.find((u) => u.key === 'mods')?.fix).toMatch(/chat-template/);
   });
 });
 
 describe('a recipe variable that names a program the server runs', () => {
-  it.each(['DG_JIT_NVCC_COMPILER', 'TRITON_PTXAS_PATH', 'CXX'])('%s needs --allow (eugr deepseek-v4-flash.yaml sets DG_JIT_NVCC_COMPILER)', (k) => {
-    const raw = { model: 'org/m', env: { [k]: '/usr/local/cuda/bin/nvcc', NCCL_IB_DISABLE: 0 }, command: 'vllm serve org/m' };
-    const r = importRecipe(raw, { name: 'e', vllmVersion: '0.28.0' });
-    expect(r.unmapped.find((u) => u.key === `env.${k}`)?.fix).toContain(`--allow ${k}`);
-    expect((r.profile.env as Record<string, string>)[k]).toBeUndefined();
-    // the ordinary variable beside it is imported
-    expect((r.profile.env as Record<string, string>).NCCL_IB_DISABLE).toBe('0');
-    const ok = importRecipe(raw, { name: 'e', vllmVersion: '0.28.0', allow: [k] });
-    expect((ok.profile.env as Record<string, string>)[k]).toBe('/usr/local/cuda/bin/nvcc');
-  });
+  it.each(['DG_JIT_NVCC_COMPILER', 'TRITON_PTXAS_PATH', 'CXX'])(
+    '%s needs --allow (eugr deepseek-v4-flash.yaml sets DG_JIT_NVCC_COMPILER)',
+    (k) => {
+      const raw = {
+        model: 'org/m',
+        env: { [k]: '/usr/local/cuda/bin/nvcc', NCCL_IB_DISABLE: 0 },
+        command: 'vllm serve org/m',
+      };
+      const r = importRecipe(raw, { name: 'e', vllmVersion: '0.28.0' });
+      expect(r.unmapped.find((u) => u.key === `env.${k}`)?.fix).toContain(`--allow ${k}`);
+      expect((r.profile.env as Record<string, string>)[k]).toBeUndefined();
+      // the ordinary variable beside it is imported
+      expect((r.profile.env as Record<string, string>).NCCL_IB_DISABLE).toBe('0');
+      const ok = importRecipe(raw, { name: 'e', vllmVersion: '0.28.0', allow: [k] });
+      expect((ok.profile.env as Record<string, string>)[k]).toBe('/usr/local/cuda/bin/nvcc');
+    },
+  );
 });

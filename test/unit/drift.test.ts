@@ -11,7 +11,14 @@ import { tempDir, rmrf } from '../helpers.js';
 const PIN = 'a'.repeat(64);
 const OTHER = 'b'.repeat(64);
 const state = tempDir('sparkctl-drift-');
-writePin(state, 'big', { at: 't1', vllmVersion: '0.17.0', image: 'localhost/vllm:prod', imagePinned: `localhost/vllm@sha256:${'e'.repeat(64)}`, imageId: PIN, sets: [] });
+writePin(state, 'big', {
+  at: 't1',
+  vllmVersion: '0.17.0',
+  image: 'localhost/vllm:prod',
+  imagePinned: `localhost/vllm@sha256:${'e'.repeat(64)}`,
+  imageId: PIN,
+  sets: [],
+});
 afterAll(() => rmrf(state));
 
 const record = {
@@ -38,7 +45,9 @@ describe('clustersDrift: the node answer read by the one image-ID rule', () => {
     ['an ID with a warning line after it: passed over (one line only)', `${OTHER}\nWARN: cgroup`, []],
     ['an escape sequence before the ID: passed over', `\x1b[31m${OTHER}`, []],
   ])('%s', async (_, answer, named) => {
-    const { drift, unreadable } = await clustersDrift([record], state, async (_rec, ref) => (ref.node === 'n1' ? answer : PIN));
+    const { drift, unreadable } = await clustersDrift([record], state, async (_rec, ref) =>
+      ref.node === 'n1' ? answer : PIN,
+    );
     expect(unreadable).toEqual([]);
     expect(drift.map((d) => d.name)).toEqual(named.map((n) => `big on ${n}`));
     for (const d of drift) expect(d.runs).toBe(OTHER);

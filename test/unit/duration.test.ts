@@ -16,20 +16,23 @@ describe('parseDuration: one syntax for every timeout flag', () => {
     expect(parseDuration(text, '--timeout')).toBe(ms);
   });
 
-  it.each(['bogus', '-5', '', '1e3', '10 minutes', '5d', '0x10', 'NaN', 'Infinity', '1h30m', '.5s'])('%j is bad input (exit 2) naming flag, value and fix', (text) => {
-    let err: unknown;
-    try {
-      parseDuration(text, '--ready-timeout');
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(UsageError);
-    const u = err as UsageError;
-    expect(u.exitCode).toBe(ExitCode.badInput);
-    expect(u.message).toContain('--ready-timeout');
-    expect(u.message).toContain(`"${text}"`);
-    expect(u.details.join(' ')).toMatch(/500ms, 30s, 15m or 1h/);
-  });
+  it.each(['bogus', '-5', '', '1e3', '10 minutes', '5d', '0x10', 'NaN', 'Infinity', '1h30m', '.5s'])(
+    '%j is bad input (exit 2) naming flag, value and fix',
+    (text) => {
+      let err: unknown;
+      try {
+        parseDuration(text, '--ready-timeout');
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(UsageError);
+      const u = err as UsageError;
+      expect(u.exitCode).toBe(ExitCode.badInput);
+      expect(u.message).toContain('--ready-timeout');
+      expect(u.message).toContain(`"${text}"`);
+      expect(u.details.join(' ')).toMatch(/500ms, 30s, 15m or 1h/);
+    },
+  );
 
   it('zero is refused unless the flag allows it; past what setTimeout can wait is refused', () => {
     expect(() => parseDuration('0', '--timeout')).toThrow(/is zero/);

@@ -6,10 +6,20 @@ import { NodesFile } from '../../src/profiles/schema.js';
 import { onEveryNode } from '../../src/engine/cluster/ssh.js';
 
 const nf = NodesFile.parse({
-  head: { name: 'n0', address: '10.0.0.10', interface: 'eth0', fabric: { address: '192.168.100.10', interface: 'enp1s0f1np1' } },
+  head: {
+    name: 'n0',
+    address: '10.0.0.10',
+    interface: 'eth0',
+    fabric: { address: '192.168.100.10', interface: 'enp1s0f1np1' },
+  },
   workers: [
     { name: 'n1', address: '10.0.0.11', interface: 'eth0' },
-    { name: 'n2', address: '10.0.0.12', interface: 'eth0', fabric: { address: '192.168.100.12', interface: 'enp1s0f1np1' } },
+    {
+      name: 'n2',
+      address: '10.0.0.12',
+      interface: 'eth0',
+      fabric: { address: '192.168.100.12', interface: 'enp1s0f1np1' },
+    },
   ],
 });
 

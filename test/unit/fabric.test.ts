@@ -22,7 +22,11 @@ afterAll(() => {
 });
 
 /** The recorded tree of one node, edited, written out, and read by the real script (bash). */
-function read(node: 'spark' | 'spark2', iface: string, edit: (files: Map<string, string>) => void = () => {}): FabricReading {
+function read(
+  node: 'spark' | 'spark2',
+  iface: string,
+  edit: (files: Map<string, string>) => void = () => {},
+): FabricReading {
   const files = new Map(TREE.filter(([p]) => p.startsWith(`${node}/`)).map(([p, c]) => [p.slice(node.length + 1), c]));
   edit(files);
   const root = tempDir('sparkctl-fabric-');
@@ -31,13 +35,30 @@ function read(node: 'spark' | 'spark2', iface: string, edit: (files: Map<string,
     mkdirSync(dirname(join(root, p)), { recursive: true });
     writeFileSync(join(root, p), c.replace(/\\ {7}/g, '\\       ') + '\n');
   }
-  const out = execFileSync('sh', ['-c', fabricScript(iface)], { env: { ...process.env, SPARKCTL_SYSFS_ROOT: root }, encoding: 'utf8' });
+  const out = execFileSync('sh', ['-c', fabricScript(iface)], {
+    env: { ...process.env, SPARKCTL_SYSFS_ROOT: root },
+    encoding: 'utf8',
+  });
   return parseFabric(iface, out);
 }
 
 const nf = NodesFile.parse({
-  head: { name: 'spark', address: '10.0.0.11', interface: 'enP7s7', gpus: 1, fabric: { address: '192.168.177.11', interface: 'enp1s0f1np1' } },
-  workers: [{ name: 'spark2', address: '10.0.0.12', interface: 'enP7s7', gpus: 1, fabric: { address: '192.168.177.12', interface: 'enp1s0f1np1' } }],
+  head: {
+    name: 'spark',
+    address: '10.0.0.11',
+    interface: 'enP7s7',
+    gpus: 1,
+    fabric: { address: '192.168.177.11', interface: 'enp1s0f1np1' },
+  },
+  workers: [
+    {
+      name: 'spark2',
+      address: '10.0.0.12',
+      interface: 'enP7s7',
+      gpus: 1,
+      fabric: { address: '192.168.177.12', interface: 'enp1s0f1np1' },
+    },
+  ],
 });
 const allOk = (): Map<string, Map<string, PingResult>> =>
   new Map([
@@ -61,18 +82,31 @@ const checks = (a: FabricReading | undefined, b: FabricReading | undefined, ping
 describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)', { timeout: 60_000 }, () => {
   it('the fabric netdev, its RoCE device, the twin, the GID of the fabric address', () => {
     const r = read('spark', 'enp1s0f1np1');
-    expect(r).toMatchObject({ iface: 'enp1s0f1np1', operstate: 'up', mtu: 9000, speedMbps: 200000, addresses: ['192.168.177.11'] });
-    expect(r.rdma.map((p) => `${p.dev}:${p.port} ${p.state} ${p.physState} ${p.linkLayer} ${p.netdev}`).sort()).toEqual([
-      'roceP2p1s0f0:1 DOWN Disabled Ethernet enP2p1s0f0np0',
-      'roceP2p1s0f1:1 ACTIVE LinkUp Ethernet enP2p1s0f1np1',
-      'rocep1s0f0:1 DOWN Disabled Ethernet enp1s0f0np0',
-      'rocep1s0f1:1 ACTIVE LinkUp Ethernet enp1s0f1np1',
-    ]);
+    expect(r).toMatchObject({
+      iface: 'enp1s0f1np1',
+      operstate: 'up',
+      mtu: 9000,
+      speedMbps: 200000,
+      addresses: ['192.168.177.11'],
+    });
+    expect(r.rdma.map((p) => `${p.dev}:${p.port} ${p.state} ${p.physState} ${p.linkLayer} ${p.netdev}`).sort()).toEqual(
+      [
+        'roceP2p1s0f0:1 DOWN Disabled Ethernet enP2p1s0f0np0',
+        'roceP2p1s0f1:1 ACTIVE LinkUp Ethernet enP2p1s0f1np1',
+        'rocep1s0f0:1 DOWN Disabled Ethernet enp1s0f0np0',
+        'rocep1s0f1:1 ACTIVE LinkUp Ethernet enp1s0f1np1',
+      ],
+    );
     expect(ipv4Gid('192.168.177.11')).toBe('0000:0000:0000:0000:0000:ffff:c0a8:b10b');
     // NCCL: both twins of the cabled port (the fabric netdev's first), the RoCE v2 GID of the address
-    expect(fabricEnv(nf.head, r)).toEqual({ NCCL_IB_HCA: 'rocep1s0f1,roceP2p1s0f1', NCCL_IB_GID_INDEX: '3', UCX_NET_DEVICES: 'enp1s0f1np1' });
+    expect(fabricEnv(nf.head, r)).toEqual({
+      NCCL_IB_HCA: 'rocep1s0f1,roceP2p1s0f1',
+      NCCL_IB_GID_INDEX: '3',
+      UCX_NET_DEVICES: 'enp1s0f1np1',
+    });
     const c = checks(r, read('spark2', 'enp1s0f1np1'));
-    for (const id of ['fabric.link', 'fabric.address', 'fabric.mtu', 'fabric.reachable', 'fabric.rdma', 'fabric.gid']) expect(c[id].status, `${id}: ${c[id].observed}`).toBe('pass');
+    for (const id of ['fabric.link', 'fabric.address', 'fabric.mtu', 'fabric.reachable', 'fabric.rdma', 'fabric.gid'])
+      expect(c[id].status, `${id}: ${c[id].observed}`).toBe('pass');
     expect(c['fabric.gid'].observed).toBe('spark index 3, spark2 index 3');
     expect(c['fabric.mtu'].observed).toBe('MTU 9000 on 2 nodes; ping -M do -s 8972 passes between every pair');
   });
@@ -94,7 +128,9 @@ describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)
     );
     expect(c['fabric.mtu'].status).toBe('fail');
     // a tie of two nodes: the larger MTU is the one meant
-    expect(c['fabric.mtu'].observed).toBe('spark2 has MTU 1500 (others: 9000); ping -M do -s 8972 (MTU 9000) does not pass: spark -> spark2, spark2 -> spark');
+    expect(c['fabric.mtu'].observed).toBe(
+      'spark2 has MTU 1500 (others: 9000); ping -M do -s 8972 (MTU 9000) does not pass: spark -> spark2, spark2 -> spark',
+    );
   });
 
   it('an RDMA device missing on one node (spark2 without /sys/class/infiniband: mlx5_ib not loaded)', () => {
@@ -104,7 +140,10 @@ describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)
         for (const k of [...f.keys()]) if (k.startsWith('sys/class/infiniband/')) f.delete(k);
       }),
     );
-    expect(c['fabric.rdma']).toMatchObject({ status: 'fail', observed: 'no RDMA device behind the fabric interface on spark2 (the others have spark rocep1s0f1)' });
+    expect(c['fabric.rdma']).toMatchObject({
+      status: 'fail',
+      observed: 'no RDMA device behind the fabric interface on spark2 (the others have spark rocep1s0f1)',
+    });
     expect(
       fabricEnv(
         nf.workers[0]!,
@@ -118,8 +157,14 @@ describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)
       f.set('sys/class/infiniband/rocep1s0f1/ports/1/gids/3', '0000:0000:0000:0000:0000:0000:0000:0000');
     });
     const c = checks(read('spark', 'enp1s0f1np1'), v1);
-    expect(c['fabric.gid']).toMatchObject({ status: 'fail', observed: 'spark2: the GID of 192.168.177.12 on rocep1s0f1 (index 2) is IB/RoCE v1' });
-    expect(fabricEnv(nf.workers[0]!, v1)).toEqual({ NCCL_IB_HCA: 'rocep1s0f1,roceP2p1s0f1', UCX_NET_DEVICES: 'enp1s0f1np1' });
+    expect(c['fabric.gid']).toMatchObject({
+      status: 'fail',
+      observed: 'spark2: the GID of 192.168.177.12 on rocep1s0f1 (index 2) is IB/RoCE v1',
+    });
+    expect(fabricEnv(nf.workers[0]!, v1)).toEqual({
+      NCCL_IB_HCA: 'rocep1s0f1,roceP2p1s0f1',
+      UCX_NET_DEVICES: 'enp1s0f1np1',
+    });
   });
 
   it('an address that is not on the fabric netdev, a node that cannot be reached', () => {
@@ -135,9 +180,14 @@ describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)
   });
 
   it('hostile node output: only well-formed lines count', () => {
-    const r = parseFabric('x', 'net up nine 1\naddr 1.2.3.4/24; rm -rf /\nib ../x 1 4:_ACTIVE a b c d\ngid nope 1 1 zz\nnet up 9000 -1\n');
+    const r = parseFabric(
+      'x',
+      'net up nine 1\naddr 1.2.3.4/24; rm -rf /\nib ../x 1 4:_ACTIVE a b c d\ngid nope 1 1 zz\nnet up 9000 -1\n',
+    );
     expect(r).toEqual({ iface: 'x', operstate: 'up', mtu: 9000, addresses: [], rdma: [] });
-    expect(parsePings('ping 1.2.3.4 reach ok\nping 1.2.3.4 mtu fail\nping $(x) reach ok junk\n')).toEqual(new Map([['1.2.3.4', { reach: true, mtu: false }]]));
+    expect(parsePings('ping 1.2.3.4 reach ok\nping 1.2.3.4 mtu fail\nping $(x) reach ok junk\n')).toEqual(
+      new Map([['1.2.3.4', { reach: true, mtu: false }]]),
+    );
     // every address goes to ping quoted
     expect(pingScript(["1.2.3.4'; reboot"], 1472)).toContain("'1.2.3.4'\\''; reboot'");
   });
@@ -151,7 +201,15 @@ describe('show_gids and ibdev2netdev, as real hosts printed them', () => {
   it('show_gids of a two-port ConnectX host (NVIDIA/nccl-tests#192): every row, the RoCE v2 index of each IPv4 address', () => {
     const rows = parseShowGids(fixture('show_gids.nccl-tests-192.txt'));
     expect(rows).toHaveLength(8);
-    expect(rows[3]).toEqual({ dev: 'mlx5_0', port: 1, index: 3, gid: '0000:0000:0000:0000:0000:ffff:0b00:0048', ipv4: '11.0.0.72', ver: 'v2', ndev: 'ens3np0' });
+    expect(rows[3]).toEqual({
+      dev: 'mlx5_0',
+      port: 1,
+      index: 3,
+      gid: '0000:0000:0000:0000:0000:ffff:0b00:0048',
+      ipv4: '11.0.0.72',
+      ver: 'v2',
+      ndev: 'ens3np0',
+    });
     expect(rows[0]).not.toHaveProperty('ipv4');
     expect(v2IndexOf(rows, '11.0.0.72')).toEqual({ dev: 'mlx5_0', index: 3 });
     expect(v2IndexOf(rows, '11.0.0.73', 'ens2np0')).toEqual({ dev: 'mlx5_1', index: 3 });
@@ -183,12 +241,41 @@ describe('show_gids and ibdev2netdev, as real hosts printed them', () => {
       .split('\n')
       .map((l) => `sg ${l}`)
       .join('\n');
-    const r = parseFabric('ens3np0', ['net up 9000 200000', 'addr 11.0.0.72/24', 'ib mlx5_0 1 4:_ACTIVE 5:_LinkUp Ethernet 200_Gb/sec ens3np0', sg].join('\n'));
-    expect(r.rdma[0]!.gids.find((g) => g.index === 3)).toEqual({ index: 3, gid: ipv4Gid('11.0.0.72'), type: 'RoCE v2', ndev: 'ens3np0' });
-    const node = NodesFile.parse({ head: { name: 'h', address: '10.1.1.1', interface: 'eno1', gpus: 8, fabric: { address: '11.0.0.72', interface: 'ens3np0' } }, workers: [] }).head;
+    const r = parseFabric(
+      'ens3np0',
+      [
+        'net up 9000 200000',
+        'addr 11.0.0.72/24',
+        'ib mlx5_0 1 4:_ACTIVE 5:_LinkUp Ethernet 200_Gb/sec ens3np0',
+        sg,
+      ].join('\n'),
+    );
+    expect(r.rdma[0]!.gids.find((g) => g.index === 3)).toEqual({
+      index: 3,
+      gid: ipv4Gid('11.0.0.72'),
+      type: 'RoCE v2',
+      ndev: 'ens3np0',
+    });
+    const node = NodesFile.parse({
+      head: {
+        name: 'h',
+        address: '10.1.1.1',
+        interface: 'eno1',
+        gpus: 8,
+        fabric: { address: '11.0.0.72', interface: 'ens3np0' },
+      },
+      workers: [],
+    }).head;
     expect(fabricEnv(node, r)).toMatchObject({ NCCL_IB_HCA: 'mlx5_0', NCCL_IB_GID_INDEX: '3' });
     // a sysfs GID that show_gids contradicts keeps what sysfs said
-    const x = parseFabric('ens3np0', ['ib mlx5_0 1 4:_ACTIVE 5:_LinkUp Ethernet 200_Gb/sec ens3np0', 'gid mlx5_0 1 3 0000:0000:0000:0000:0000:ffff:0b00:0099 RoCE_v2 ens3np0', sg].join('\n'));
+    const x = parseFabric(
+      'ens3np0',
+      [
+        'ib mlx5_0 1 4:_ACTIVE 5:_LinkUp Ethernet 200_Gb/sec ens3np0',
+        'gid mlx5_0 1 3 0000:0000:0000:0000:0000:ffff:0b00:0099 RoCE_v2 ens3np0',
+        sg,
+      ].join('\n'),
+    );
     expect(x.rdma[0]!.gids.find((g) => g.index === 3)?.gid).toBe('0000:0000:0000:0000:0000:ffff:0b00:0099');
   });
 
@@ -196,9 +283,11 @@ describe('show_gids and ibdev2netdev, as real hosts printed them', () => {
     const real = parseIbdev2netdev(fixture('spark.ibdev2netdev.txt'));
     expect(real).toHaveLength(4);
     const r = read('spark', 'enp1s0f1np1');
-    expect(r.rdma.map((p) => ({ dev: p.dev, port: p.port, netdev: p.netdev, up: p.state === 'ACTIVE' })).sort((a, b) => a.dev.localeCompare(b.dev))).toEqual(
-      real.sort((a, b) => a.dev.localeCompare(b.dev)),
-    );
+    expect(
+      r.rdma
+        .map((p) => ({ dev: p.dev, port: p.port, netdev: p.netdev, up: p.state === 'ACTIVE' }))
+        .sort((a, b) => a.dev.localeCompare(b.dev)),
+    ).toEqual(real.sort((a, b) => a.dev.localeCompare(b.dev)));
   });
 
   it("sparkctl's NCCL variables for the tree are what NCCL on a real Spark pair used (MiaAI-Lab PR #95)", () => {
@@ -216,8 +305,16 @@ describe('a check that did not run does not pass (issue 42, item 7)', { timeout:
   let readA: FabricReading | undefined;
   let readB: FabricReading | undefined;
   const a = () => (readA ??= read('spark', 'enp1s0f1np1'));
-  const b = () => (readB ??= read('spark2', 'enp1s0f1np1', (f) => f.set('ip-o-4-addr', (f.get('ip-o-4-addr') ?? '').replaceAll('192.168.177.11', '192.168.177.12'))));
-  const run = (ra: FabricReading | undefined, rb: FabricReading | undefined, pings: Map<string, Map<string, PingResult>>, why: Map<string, string>) =>
+  const b = () =>
+    (readB ??= read('spark2', 'enp1s0f1np1', (f) =>
+      f.set('ip-o-4-addr', (f.get('ip-o-4-addr') ?? '').replaceAll('192.168.177.11', '192.168.177.12')),
+    ));
+  const run = (
+    ra: FabricReading | undefined,
+    rb: FabricReading | undefined,
+    pings: Map<string, Map<string, PingResult>>,
+    why: Map<string, string>,
+  ) =>
     Object.fromEntries(
       runFabricChecks({
         nf,
@@ -247,7 +344,12 @@ describe('a check that did not run does not pass (issue 42, item 7)', { timeout:
     ],
     [
       'one node answered its pings, the other did not',
-      () => [a(), b(), new Map([['spark', new Map([['192.168.177.12', { reach: true, mtu: true }]])]]), new Map([['spark2', 'the ping step over ssh failed: exit 255']])],
+      () => [
+        a(),
+        b(),
+        new Map([['spark', new Map([['192.168.177.12', { reach: true, mtu: true }]])]]),
+        new Map([['spark2', 'the ping step over ssh failed: exit 255']]),
+      ],
       ['fabric.mtu', 'fabric.reachable'],
       /could not check: no ping verdict spark2 -> spark/,
     ],

@@ -8,7 +8,13 @@ import { queryGpus } from '../../src/host/gpu-query.js';
 import { readGpuRows } from '../../src/health/gpu.js';
 import type { CmdResult, Host } from '../../src/host/host.js';
 
-const ok = (argv: string[], stdout: string, exitCode = 0): CmdResult => ({ argv, stdout, stderr: '', exitCode, durationMs: 1 });
+const ok = (argv: string[], stdout: string, exitCode = 0): CmdResult => ({
+  argv,
+  stdout,
+  stderr: '',
+  exitCode,
+  durationMs: 1,
+});
 
 /** nvidia-smi of a driver that knows kmd_version, not driver_version; every other command is not installed. */
 function kmdHost(): Host & { calls: string[][] } {
@@ -22,11 +28,19 @@ function kmdHost(): Host & { calls: string[][] } {
     readFile: async () => null,
     async run(argv) {
       calls.push(argv);
-      if (argv[0] !== 'nvidia-smi') return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
-      if (argv[1] === '--help-query-gpu') return ok(argv, [...known, 'kmd_version'].map((f) => `"${f}"\nsome help`).join('\n'));
+      if (argv[0] !== 'nvidia-smi')
+        return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
+      if (argv[1] === '--help-query-gpu')
+        return ok(argv, [...known, 'kmd_version'].map((f) => `"${f}"\nsome help`).join('\n'));
       const q = argv[1]!.replace('--query-gpu=', '').split(',');
-      if (q.includes('driver_version')) return { ...ok(argv, '', 2), stdout: 'Field "driver_version" is not a valid field to query.' };
-      return ok(argv, q.map((f) => (f === 'index' ? '0' : f === 'kmd_version' ? '595.71.05' : f === 'name' ? 'NVIDIA H200' : '1')).join(', '));
+      if (q.includes('driver_version'))
+        return { ...ok(argv, '', 2), stdout: 'Field "driver_version" is not a valid field to query.' };
+      return ok(
+        argv,
+        q
+          .map((f) => (f === 'index' ? '0' : f === 'kmd_version' ? '595.71.05' : f === 'name' ? 'NVIDIA H200' : '1'))
+          .join(', '),
+      );
     },
   };
 }
@@ -56,14 +70,30 @@ describe('fact sources', () => {
 
   it('a deriver reads a recorded output: dmesg Xid lines become events', () => {
     const dmesg = ok(['dmesg'], '[  12.5] NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus.\n');
-    const facts = Object.assign({}, ...FACT_DERIVERS.map((d) => d(new Readings(new Map([['dmesg', dmesg]])), { env: {} })));
+    const facts = Object.assign(
+      {},
+      ...FACT_DERIVERS.map((d) => d(new Readings(new Map([['dmesg', dmesg]])), { env: {} })),
+    );
     expect(facts.xid.readable).toBe(true);
     expect(facts.xid.events.map((e: { code: number }) => e.code)).toEqual([79]);
   });
 });
 
 describe('each part of the facts is derived once what it reads has answered', () => {
-  const FILES = new Set(['proc.driver', 'cuda.json', 'nccl.h', 'cudnn.h', 'limits', 'conntrack.max', 'conntrack.count', 'tcp', 'tcp6', 'os-release', 'dgx-release', 'meminfo']);
+  const FILES = new Set([
+    'proc.driver',
+    'cuda.json',
+    'nccl.h',
+    'cudnn.h',
+    'limits',
+    'conntrack.max',
+    'conntrack.count',
+    'tcp',
+    'tcp6',
+    'os-release',
+    'dgx-release',
+    'meminfo',
+  ]);
   /** Readings that record every probe read (a value of each shape for every probe, so no branch stops early). */
   const everything = (seen: Set<string>) => {
     const value = (p: string) =>
@@ -71,25 +101,43 @@ describe('each part of the facts is derived once what it reads has answered', ()
         ? { r: ok(['nvidia-smi'], '0, NVIDIA H200'), fields: ['index', 'name'] }
         : p === 'smi.q'
           ? {
-              r: ok(['nvidia-smi', '-q', '-d', 'GSP_FIRMWARE_VERSION'], 'CUDA Version : 13.0\nGPU 00000000:00:06.0\n    GSP Firmware Version : 580.159.04\n'),
+              r: ok(
+                ['nvidia-smi', '-q', '-d', 'GSP_FIRMWARE_VERSION'],
+                'CUDA Version : 13.0\nGPU 00000000:00:06.0\n    GSP Firmware Version : 580.159.04\n',
+              ),
               fabric: ok(['nvidia-smi'], '00000000:00:06.0, N/A, N/A\n'),
             }
           : p === 'python'
-            ? { version: '3.12', purelib: '/p', dists: { torch: '2.9.0', vllm: '0.17.0' }, torchPy: null, vllmMeta: 'Requires-Dist: torch==2.9.0' }
+            ? {
+                version: '3.12',
+                purelib: '/p',
+                dists: { torch: '2.9.0', vllm: '0.17.0' },
+                torchPy: null,
+                vllmMeta: 'Requires-Dist: torch==2.9.0',
+              }
             : FILES.has(p)
               ? '1\n'
               : ok([p], '1\n');
     const m = new Map(PROBES.map((p) => [p, value(p)]));
-    return new Readings({ get: (k: string) => (seen.add(k), m.get(k as never)) } as unknown as ReadonlyMap<string, unknown>);
+    return new Readings({ get: (k: string) => (seen.add(k), m.get(k as never)) } as unknown as ReadonlyMap<
+      string,
+      unknown
+    >);
   };
 
-  it.each(FACT_DERIVERS.map((d, i) => [i, d] as const))('deriver %i reads only the probes it names, all of them first-wave sources', (_i, d) => {
-    const seen = new Set<string>();
-    d(everything(seen), { env: { VLLM_NCCL_SO_PATH: '/x/libnccl.so.2.27.3' }, loc: { where: '/models/m', kind: 'path' } });
-    expect([...seen].filter((p) => !d.reads.includes(p as never))).toEqual([]);
-    const early = FACT_SOURCES.filter((s) => !s.late).map((s) => s.probe);
-    expect(d.reads.filter((p) => !early.includes(p))).toEqual([]);
-  });
+  it.each(FACT_DERIVERS.map((d, i) => [i, d] as const))(
+    'deriver %i reads only the probes it names, all of them first-wave sources',
+    (_i, d) => {
+      const seen = new Set<string>();
+      d(everything(seen), {
+        env: { VLLM_NCCL_SO_PATH: '/x/libnccl.so.2.27.3' },
+        loc: { where: '/models/m', kind: 'path' },
+      });
+      expect([...seen].filter((p) => !d.reads.includes(p as never))).toEqual([]);
+      const early = FACT_SOURCES.filter((s) => !s.late).map((s) => s.probe);
+      expect(d.reads.filter((p) => !early.includes(p))).toEqual([]);
+    },
+  );
 
   it('a deriver that reads a probe it does not name throws, instead of reading a probe that may not have answered', () => {
     const r = new Readings(new Map([['dmesg', ok(['dmesg'], '')]]), ['uname']);

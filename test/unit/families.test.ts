@@ -9,7 +9,8 @@ import { Profile } from '../../src/profiles/schema.js';
 import { parseModelConfig } from '../../src/model/facts.js';
 import { ROOT } from '../helpers.js';
 
-const facts = (dir: string) => parseModelConfig(JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'models', dir, 'config.json'), 'utf8')));
+const facts = (dir: string) =>
+  parseModelConfig(JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'models', dir, 'config.json'), 'utf8')));
 const base = Profile.parse({ name: 'x', model: { id: 'org/x' } });
 
 describe('familySettings by model_type', () => {
@@ -42,7 +43,13 @@ describe('withFamily', () => {
     expect(why.join('\n')).toMatch(/vLLM 0\.9\.0 does not have: left out/);
   });
   it("never over the operator's --set", () => {
-    const p = withFamily({ ...base, engine: { ...base.engine, toolCallParser: 'hermes' } }, facts('gpt-oss-120b'), '0.28.0', [], ['engine.toolCallParser=hermes']);
+    const p = withFamily(
+      { ...base, engine: { ...base.engine, toolCallParser: 'hermes' } },
+      facts('gpt-oss-120b'),
+      '0.28.0',
+      [],
+      ['engine.toolCallParser=hermes'],
+    );
     expect(p.engine.toolCallParser).toBe('hermes');
     expect(p.engine.reasoningParser).toBe('openai_gptoss');
   });

@@ -22,10 +22,18 @@ const facts = { modelType: 'nemotron_h', architecture: 'NemotronHForCausalLM' } 
 
 describe('the family reasoning parser needs the think tokens', () => {
   it.each([
-    ['both tokens in the added tokens', JSON.stringify({ added_tokens: [{ content: '<think>' }, { content: '</think>' }], model: { vocab: {} } }), true],
+    [
+      'both tokens in the added tokens',
+      JSON.stringify({ added_tokens: [{ content: '<think>' }, { content: '</think>' }], model: { vocab: {} } }),
+      true,
+    ],
     ['both in the vocabulary', JSON.stringify({ model: { vocab: { '<think>': 5, '</think>': 6 } } }), true],
     ['only the opening one', JSON.stringify({ model: { vocab: { '<think>': 5 } } }), false],
-    ['none (a locally trained byte-level BPE)', JSON.stringify({ added_tokens: [{ content: '<|im_end|>' }], model: { vocab: { a: 1 } } }), false],
+    [
+      'none (a locally trained byte-level BPE)',
+      JSON.stringify({ added_tokens: [{ content: '<|im_end|>' }], model: { vocab: { a: 1 } } }),
+      false,
+    ],
   ])('%s', (name, tok, want) => expect(thinkTokensIn(folder(name.replace(/\W+/g, '-'), tok))).toBe(want));
 
   it('no tokenizer.json (a config-only pull), no folder: not known', () => {
@@ -46,8 +54,14 @@ describe('the family reasoning parser needs the think tokens', () => {
 
 describe('the family tool-call parser needs the <tool_call> tokens', () => {
   it('read from the tokenizer, as the think tokens are', () => {
-    expect(toolCallTokensIn(folder('tc-yes', JSON.stringify({ added_tokens: [{ content: '<tool_call>' }, { content: '</tool_call>' }] })))).toBe(true);
-    expect(toolCallTokensIn(folder('tc-no', JSON.stringify({ added_tokens: [{ content: '<|im_end|>' }] })))).toBe(false);
+    expect(
+      toolCallTokensIn(
+        folder('tc-yes', JSON.stringify({ added_tokens: [{ content: '<tool_call>' }, { content: '</tool_call>' }] })),
+      ),
+    ).toBe(true);
+    expect(toolCallTokensIn(folder('tc-no', JSON.stringify({ added_tokens: [{ content: '<|im_end|>' }] })))).toBe(
+      false,
+    );
     expect(toolCallTokensIn(folder('tc-none'))).toBeUndefined();
   });
 

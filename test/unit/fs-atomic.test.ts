@@ -21,7 +21,8 @@ afterEach(() => rmrf(dir));
 
 /** Links at every temp name an old-style writer could predict (pid, pid+-few, common suffixes). */
 function plant(target: string) {
-  for (const name of [`${target}.${process.pid}.tmp`, `${target}.tmp`, `${target}~`, `${target}.new`]) symlinkSync(victim, name);
+  for (const name of [`${target}.${process.pid}.tmp`, `${target}.tmp`, `${target}~`, `${target}.new`])
+    symlinkSync(victim, name);
 }
 
 const inst = (name: string): Instance => ({

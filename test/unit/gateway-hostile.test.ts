@@ -28,7 +28,11 @@ describe("each model's key in its own variable", () => {
     ['Qwen', 'qwen'],
     ['a.b', 'a-b'],
   ])('%s and %s: two backends and two variables, each with its own key, each backend sending its own', (p1, p2) => {
-    const plan = planGateway(GatewaySettings.parse({ apiKeyEnv: 'GW_KEY', port: 18080 }), [inst(p1, `m-${p1}`, 18100, 'KEY_ONE'), inst(p2, `m-${p2}`, 18101, 'KEY_TWO')], '/state');
+    const plan = planGateway(
+      GatewaySettings.parse({ apiKeyEnv: 'GW_KEY', port: 18080 }),
+      [inst(p1, `m-${p1}`, 18100, 'KEY_ONE'), inst(p2, `m-${p2}`, 18101, 'KEY_TWO')],
+      '/state',
+    );
     const [a, b] = plan.models.map((m) => keyVar(m));
     expect(a).not.toBe(b);
     expect(new Set(plan.models.map((m) => m.backend)).size).toBe(2);
@@ -46,16 +50,27 @@ describe("each model's key in its own variable", () => {
 });
 
 describe('hostile names never reach the config', () => {
-  it.each(['a b', 'x\nbackend evil', '${GW_KEY}', "q'uote", 'a#b', 'm%[var(x)]'])('served name %j: left out, said why', (name) => {
-    const plan = planGateway(GatewaySettings.parse({ port: 18080 }), [inst('p', name, 18100), inst('ok', 'fine/model', 18101)], '/state');
-    expect(plan.models.map((m) => m.name)).toEqual(['fine/model']);
-    expect(plan.skipped.join('\n')).toContain('has characters a route cannot hold');
-    expect(renderGatewayConfig(plan)).not.toContain(name);
-  });
+  it.each(['a b', 'x\nbackend evil', '${GW_KEY}', "q'uote", 'a#b', 'm%[var(x)]'])(
+    'served name %j: left out, said why',
+    (name) => {
+      const plan = planGateway(
+        GatewaySettings.parse({ port: 18080 }),
+        [inst('p', name, 18100), inst('ok', 'fine/model', 18101)],
+        '/state',
+      );
+      expect(plan.models.map((m) => m.name)).toEqual(['fine/model']);
+      expect(plan.skipped.join('\n')).toContain('has characters a route cannot hold');
+      expect(renderGatewayConfig(plan)).not.toContain(name);
+    },
+  );
   it.each(['a b', 'x\nuse_backend evil', '${GW_KEY}', "q'x"])('alias %j: refused (exit 2), naming it', (alias) => {
     let err: { details?: string[] } | undefined;
     try {
-      planGateway(GatewaySettings.parse({ port: 18080, aliases: { [alias]: 'fine/model' } }), [inst('ok', 'fine/model', 18101)], '/state');
+      planGateway(
+        GatewaySettings.parse({ port: 18080, aliases: { [alias]: 'fine/model' } }),
+        [inst('ok', 'fine/model', 18101)],
+        '/state',
+      );
     } catch (e) {
       err = e as { details?: string[] };
     }
@@ -92,8 +107,18 @@ describe("the keeper's door: it believes the body and the gateway's key, never a
     expect(r.ok && r.rename).toBe(rename);
   });
   it.each([
-    ['an unknown name: vLLM 404 listing the served ones', { model: 'evil' }, 404, /The model `evil` does not exist\. Models served here: fine\/model, other\/model, coder/],
-    ['no model among several: 400 naming them', { prompt: 'x' }, 400, /names no model; this gateway serves: fine\/model, other\/model, coder/],
+    [
+      'an unknown name: vLLM 404 listing the served ones',
+      { model: 'evil' },
+      404,
+      /The model `evil` does not exist\. Models served here: fine\/model, other\/model, coder/,
+    ],
+    [
+      'no model among several: 400 naming them',
+      { prompt: 'x' },
+      400,
+      /names no model; this gateway serves: fine\/model, other\/model, coder/,
+    ],
     ['not JSON', 'not json {', 400, /names no model/],
     ['a model that is not a string', { model: ['fine/model'] }, 400, /names no model/],
     ['an array', [{ model: 'fine/model' }], 400, /names no model/],
@@ -136,13 +161,17 @@ describe("the keeper's door: it believes the body and the gateway's key, never a
     const rules = front.split('\n').filter((l) => /^\s+http-request /.test(l));
     expect(rules[0]).toBe('    http-request del-header x-sparkctl- -m beg');
     // a stream's chunks go out as they come (item 15): the defaults every proxy of the gateway inherits
-    expect(cfg.slice(cfg.indexOf('\ndefaults\n'), cfg.indexOf('\nfrontend gateway'))).toContain('\n    option http-no-delay\n');
+    expect(cfg.slice(cfg.indexOf('\ndefaults\n'), cfg.indexOf('\nfrontend gateway'))).toContain(
+      '\n    option http-no-delay\n',
+    );
     expect(cfg).not.toMatch(/set-header X-Sparkctl/i);
     expect(cfg).toContain('    server keeper unix@/state/gateway/keeper.sock\n');
     expect(cfg).not.toMatch(/server (waker|keeper) 127\.0\.0\.1:/);
     expect(cfg).not.toContain(':18082');
     const keeper = cfg.slice(cfg.indexOf('\nbackend via_keeper') + 1).split('\n\n')[0]!;
-    expect(keeper).toMatch(/http-error status 503 content-type application\/json string '\{"error":\{"message":"the gateway\\u0027s keeper .*is not running/);
+    expect(keeper).toMatch(
+      /http-error status 503 content-type application\/json string '\{"error":\{"message":"the gateway\\u0027s keeper .*is not running/,
+    );
     // a sleeping model's backup is the keeper's second socket, never a port
     const sleeper = cfg.slice(cfg.indexOf(`\nbackend ${plan.models[0]!.backend}\n`) + 1).split('\n\n')[0]!;
     expect(sleeper).toContain('    server waker unix@/state/gateway/backup.sock backup no-check');
@@ -152,7 +181,11 @@ describe("the keeper's door: it believes the body and the gateway's key, never a
   });
   it('a state folder too deep for a Unix socket path: refused at plan time, naming the path and the fix', () => {
     expect(() => planGateway(GatewaySettings.parse({ port: 18080 }), [], `/${'d'.repeat(100)}`)).toThrow(
-      expect.objectContaining({ details: expect.arrayContaining([expect.stringMatching(/keeper's socket .* at most 107 \(set SPARKCTL_STATE_DIR/)]) }),
+      expect.objectContaining({
+        details: expect.arrayContaining([
+          expect.stringMatching(/keeper's socket .* at most 107 \(set SPARKCTL_STATE_DIR/),
+        ]),
+      }),
     );
   });
 });
@@ -177,7 +210,9 @@ describe('a gateway beyond loopback without its own key (item 14)', () => {
     } catch (e) {
       got = 'refused';
       expect((e as { exitCode: number }).exitCode).toBe(2);
-      expect((e as { details: string[] }).details.join('\n')).toMatch(/--api-key-env NAME[\s\S]*--allow-unauthenticated/);
+      expect((e as { details: string[] }).details.join('\n')).toMatch(
+        /--api-key-env NAME[\s\S]*--allow-unauthenticated/,
+      );
     }
     expect(got).toBe(want);
   });

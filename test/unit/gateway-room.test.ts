@@ -37,12 +37,42 @@ describe('the room', () => {
 });
 
 describe('planRoom', () => {
-  const cases: Array<[string, Budget, Holder[], number, 'stop' | 'sleep1' | 'sleep2', { fits: boolean; evict: string[] }]> = [
+  const cases: Array<
+    [string, Budget, Holder[], number, 'stop' | 'sleep1' | 'sleep2', { fits: boolean; evict: string[] }]
+  > = [
     ['fits beside what runs: nothing evicted', gpu, [h('a', 30)], 30, 'stop', { fits: true, evict: [] }],
-    ['the least recently used goes first, and only as many as needed', gpu, [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000 })], 30, 'stop', { fits: true, evict: ['b'] }],
-    ['two needed: both, oldest first', gpu, [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000 })], 70, 'stop', { fits: true, evict: ['b', 'a'] }],
-    ['a pinned one is passed over for a newer one', gpu, [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000, pinned: true })], 30, 'stop', { fits: true, evict: ['a'] }],
-    ['one with a request in flight is passed over', gpu, [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000, inFlight: 1 })], 30, 'stop', { fits: true, evict: ['a'] }],
+    [
+      'the least recently used goes first, and only as many as needed',
+      gpu,
+      [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000 })],
+      30,
+      'stop',
+      { fits: true, evict: ['b'] },
+    ],
+    [
+      'two needed: both, oldest first',
+      gpu,
+      [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000 })],
+      70,
+      'stop',
+      { fits: true, evict: ['b', 'a'] },
+    ],
+    [
+      'a pinned one is passed over for a newer one',
+      gpu,
+      [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000, pinned: true })],
+      30,
+      'stop',
+      { fits: true, evict: ['a'] },
+    ],
+    [
+      'one with a request in flight is passed over',
+      gpu,
+      [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000, inFlight: 1 })],
+      30,
+      'stop',
+      { fits: true, evict: ['a'] },
+    ],
     [
       'one outside the on-demand set is never evicted (nothing would bring it back)',
       gpu,
@@ -60,10 +90,38 @@ describe('planRoom', () => {
       'stop',
       { fits: true, evict: ['a'] },
     ],
-    ['every count unread: nothing is evicted', gpu, [h('a', 30, { inFlight: 'unknown' }), h('b', 30, { inFlight: 'unknown' })], 30, 'stop', { fits: false, evict: [] }],
-    ['all pinned or busy: it does not fit, nothing is evicted', gpu, [h('a', 40, { pinned: true }), h('b', 30, { inFlight: 2 })], 30, 'stop', { fits: false, evict: [] }],
-    ['bigger than the room at all: refused without evicting', gpu, [h('a', 10)], 90, 'stop', { fits: false, evict: [] }],
-    ['sleep (level 2) frees all but the context', gpu, [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000 })], 30, 'sleep2', { fits: true, evict: ['b'] }],
+    [
+      'every count unread: nothing is evicted',
+      gpu,
+      [h('a', 30, { inFlight: 'unknown' }), h('b', 30, { inFlight: 'unknown' })],
+      30,
+      'stop',
+      { fits: false, evict: [] },
+    ],
+    [
+      'all pinned or busy: it does not fit, nothing is evicted',
+      gpu,
+      [h('a', 40, { pinned: true }), h('b', 30, { inFlight: 2 })],
+      30,
+      'stop',
+      { fits: false, evict: [] },
+    ],
+    [
+      'bigger than the room at all: refused without evicting',
+      gpu,
+      [h('a', 10)],
+      90,
+      'stop',
+      { fits: false, evict: [] },
+    ],
+    [
+      'sleep (level 2) frees all but the context',
+      gpu,
+      [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000 })],
+      30,
+      'sleep2',
+      { fits: true, evict: ['b'] },
+    ],
     [
       'a Spark, level 1: the weights stay in the unified memory, so a second one is needed',
       spark,
@@ -72,7 +130,14 @@ describe('planRoom', () => {
       'sleep1',
       { fits: true, evict: ['b', 'a'] },
     ],
-    ['a Spark, level 2 frees enough with one', spark, [h('a', 40, { lastUsedMs: 5000 }), h('b', 40, { lastUsedMs: 2000 })], 45, 'sleep2', { fits: true, evict: ['b'] }],
+    [
+      'a Spark, level 2 frees enough with one',
+      spark,
+      [h('a', 40, { lastUsedMs: 5000 }), h('b', 40, { lastUsedMs: 2000 })],
+      45,
+      'sleep2',
+      { fits: true, evict: ['b'] },
+    ],
     [
       'one already asleep frees nothing more by sleep: the running one is slept',
       gpu,
@@ -97,8 +162,16 @@ describe('planRoom', () => {
     for (const e of r.evict) expect(e.how).toBe(how);
   });
   it('says why it cannot: the numbers and each holder passed over', () => {
-    const r = planRoom(gpu, [h('a', 40, { pinned: true }), h('b', 30, { inFlight: 2 })], { profile: 'n', needBytes: 30 * GiB }, 'stop', now);
-    expect(r.reason).toMatch(/n needs 30\.0 GiB and only .* can be freed now \(a pinned, b has 2 request\(s\) in flight\)/);
+    const r = planRoom(
+      gpu,
+      [h('a', 40, { pinned: true }), h('b', 30, { inFlight: 2 })],
+      { profile: 'n', needBytes: 30 * GiB },
+      'stop',
+      now,
+    );
+    expect(r.reason).toMatch(
+      /n needs 30\.0 GiB and only .* can be freed now \(a pinned, b has 2 request\(s\) in flight\)/,
+    );
     const u = planRoom(gpu, [h('b', 60, { inFlight: 'unknown' })], { profile: 'n', needBytes: 30 * GiB }, 'stop', now);
     expect(u.reason).toContain("b's requests in flight could not be read");
   });

@@ -74,7 +74,9 @@ function record(dir: string, socket: string, over: Record<string, unknown> = {})
 
 async function status(
   over: (dir: string, socket: string) => Record<string, unknown>,
-  api: ((s: Socket) => void) | string = `${HEADER}\nbe_m,p-0,0,0,0,0,,0,0,0,,0,,0,0,0,0,UP,1,1,0,0,0,1,0,,1,2,1,,0,,2,0,,0,L7OK,200,1,0,0,0,0,0,0,0,,,,0,0,,,,,-1,,,0,0,0,0\n\n`,
+  api:
+    | ((s: Socket) => void)
+    | string = `${HEADER}\nbe_m,p-0,0,0,0,0,,0,0,0,,0,,0,0,0,0,UP,1,1,0,0,0,1,0,,1,2,1,,0,,2,0,,0,L7OK,200,1,0,0,0,0,0,0,0,,,,0,0,,,,,-1,,,0,0,0,0\n\n`,
   json = false,
 ) {
   const state = dirs();
@@ -82,7 +84,11 @@ async function status(
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const socket = await runtimeApi(dir, api);
   const raw = over(dir, socket);
-  writeFileSync(join(dir, 'gateway.json'), typeof raw === 'string' ? raw : JSON.stringify(raw).replace(/"HUGE"/g, '1e999'), { mode: 0o600 });
+  writeFileSync(
+    join(dir, 'gateway.json'),
+    typeof raw === 'string' ? raw : JSON.stringify(raw).replace(/"HUGE"/g, '1e999'),
+    { mode: 0o600 },
+  );
   const t = Date.now();
   const r = await runMain(['gateway', 'status', ...(json ? ['--json'] : [])], { env: { SPARKCTL_STATE_DIR: state } });
   return { ...r, ms: Date.now() - t, out: `${r.stdout}\n${r.stderr}` };
@@ -90,9 +96,15 @@ async function status(
 
 const sound = (out: string) => {
   const raw = RAW.exec(out);
-  expect(raw, `raw ${JSON.stringify(raw?.[0])} at ${raw ? JSON.stringify(out.slice(Math.max(0, raw.index - 80), raw.index + 20)) : ''}`).toBeNull();
+  expect(
+    raw,
+    `raw ${JSON.stringify(raw?.[0])} at ${raw ? JSON.stringify(out.slice(Math.max(0, raw.index - 80), raw.index + 20)) : ''}`,
+  ).toBeNull();
   const nan = NOT_A_NUMBER.exec(out);
-  expect(nan, `${nan?.[0]} in ${nan ? JSON.stringify(out.slice(Math.max(0, nan.index - 100), nan.index + 40)) : ''}`).toBeNull();
+  expect(
+    nan,
+    `${nan?.[0]} in ${nan ? JSON.stringify(out.slice(Math.max(0, nan.index - 100), nan.index + 40)) : ''}`,
+  ).toBeNull();
   expect(out).not.toMatch(/internal error/);
 };
 
@@ -106,18 +118,70 @@ describe('gateway status with a record tampered with', () => {
 
   const TAMPERED: Array<[string, (d: string, s: string) => Record<string, unknown>]> = [
     ['models is not a list', (d, s) => record(d, s, { models: { a: 1 } })],
-    ['a model whose servers are a string', (d, s) => record(d, s, { models: [{ name: 'm', profile: 'p', backend: 'be_m', servers: 'p-0', sleepMode: false }] })],
+    [
+      'a model whose servers are a string',
+      (d, s) =>
+        record(d, s, { models: [{ name: 'm', profile: 'p', backend: 'be_m', servers: 'p-0', sleepMode: false }] }),
+    ],
     ['a model that is null', (d, s) => record(d, s, { models: [null] })],
-    ['a model name full of escape sequences', (d, s) => record(d, s, { models: [{ name: `m${E}`, profile: `p${E}`, backend: 'be_m', servers: [`p-0${E}`], sleepMode: false }] })],
+    [
+      'a model name full of escape sequences',
+      (d, s) =>
+        record(d, s, {
+          models: [{ name: `m${E}`, profile: `p${E}`, backend: 'be_m', servers: [`p-0${E}`], sleepMode: false }],
+        }),
+    ],
     ['a port that is a word, a host with escapes', (d, s) => record(d, s, { port: 'eighty', host: `h${E}` })],
     [
       'usage counts that are no numbers',
-      (d, s) => record(d, s, { usage: { models: { m: { requests: 'many', withUsage: -1, prompt: 'HUGE', completion: null, prefix: { hit: 'x', spill: 1, new: 2 } } }, unattributed: 'NaN' } }),
+      (d, s) =>
+        record(d, s, {
+          usage: {
+            models: {
+              m: {
+                requests: 'many',
+                withUsage: -1,
+                prompt: 'HUGE',
+                completion: null,
+                prefix: { hit: 'x', spill: 1, new: 2 },
+              },
+            },
+            unattributed: 'NaN',
+          },
+        }),
     ],
     ['usage models that is a list', (d, s) => record(d, s, { usage: { models: [1, 2], unattributed: 0 } })],
-    ['on-demand entries of the wrong shape', (d, s) => record(d, s, { onDemand: [{ profile: 'p', name: 'm', state: `running${E}`, pinned: 'yes', lastStartMs: 'HUGE', starts: -3, evictions: 'x' }] })],
+    [
+      'on-demand entries of the wrong shape',
+      (d, s) =>
+        record(d, s, {
+          onDemand: [
+            {
+              profile: 'p',
+              name: 'm',
+              state: `running${E}`,
+              pinned: 'yes',
+              lastStartMs: 'HUGE',
+              starts: -3,
+              evictions: 'x',
+            },
+          ],
+        }),
+    ],
     ['aliases that is a string', (d, s) => record(d, s, { aliases: `a${E}` })],
-    ['100,000 models', (d, s) => record(d, s, { models: Array.from({ length: 100_000 }, (_, i) => ({ name: `m${i}`, profile: 'p', backend: 'be_m', servers: ['p-0'], sleepMode: false })) })],
+    [
+      '100,000 models',
+      (d, s) =>
+        record(d, s, {
+          models: Array.from({ length: 100_000 }, (_, i) => ({
+            name: `m${i}`,
+            profile: 'p',
+            backend: 'be_m',
+            servers: ['p-0'],
+            sleepMode: false,
+          })),
+        }),
+    ],
   ];
   for (const json of [false, true])
     for (const [name, over] of TAMPERED)
@@ -131,8 +195,14 @@ describe('gateway status with a record tampered with', () => {
         } else {
           // a record of the wrong shape is no record: said, exit 1, never "not running" and never exit 70
           expect(r.exitCode, r.out.slice(0, 2000)).toBe(1);
-          if (json) expect(JSON.parse(r.stdout).recordUnreadable).toMatch(/gateway\.json is not a record the keeper writes|too large|larger/);
-          else expect(r.out).toMatch(/its record cannot be read \(.*gateway\.json.*(is not a record the keeper writes: \S+|too large)/);
+          if (json)
+            expect(JSON.parse(r.stdout).recordUnreadable).toMatch(
+              /gateway\.json is not a record the keeper writes|too large|larger/,
+            );
+          else
+            expect(r.out).toMatch(
+              /its record cannot be read \(.*gateway\.json.*(is not a record the keeper writes: \S+|too large)/,
+            );
         }
         expect(r.ms).toBeLessThan(10_000);
         if (json) expect(() => JSON.parse(r.stdout), r.stdout.slice(0, 400)).not.toThrow();
@@ -141,8 +211,14 @@ describe('gateway status with a record tampered with', () => {
 
 describe('gateway status with a runtime API that answers what HAProxy never would', () => {
   const APIS: Array<[string, ((s: Socket) => void) | string]> = [
-    ['escape sequences in every field', `${HEADER}\nbe_m,p-0${E},${E},0,0,0,,0,0,0,,0,,0,0,0,0,UP${E},1,1,0,0,0,1,0,,1,2,1,,0,,2,0,,0,L7OK${E},200,1\n\n`],
-    ['numbers that are none', `${HEADER}\nbe_m,p-0,NaN,0,-5,0,,0,0,0,,0,,0,0,0,0,UP,1,1,0,0,0,1,0,,1,2,1,,0,,2,0,,0,L7OK,200,1\nbe_m,BACKEND,1e999,0,0\n\n`],
+    [
+      'escape sequences in every field',
+      `${HEADER}\nbe_m,p-0${E},${E},0,0,0,,0,0,0,,0,,0,0,0,0,UP${E},1,1,0,0,0,1,0,,1,2,1,,0,,2,0,,0,L7OK${E},200,1\n\n`,
+    ],
+    [
+      'numbers that are none',
+      `${HEADER}\nbe_m,p-0,NaN,0,-5,0,,0,0,0,,0,,0,0,0,0,UP,1,1,0,0,0,1,0,,1,2,1,,0,,2,0,,0,L7OK,200,1\nbe_m,BACKEND,1e999,0,0\n\n`,
+    ],
     ['no CSV at all', '<html>\u001b]0;pwned\u0007</html>\n'],
     [
       'an answer for ever',

@@ -3,7 +3,16 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { mkdirSync, rmSync, writeFileSync, appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseUsageLine, parseRouteLine, UsageBook, readUsage, usageByProfile, emptyCounts, addLine, usageFile } from '../../src/gateway/usage.js';
+import {
+  parseUsageLine,
+  parseRouteLine,
+  UsageBook,
+  readUsage,
+  usageByProfile,
+  emptyCounts,
+  addLine,
+  usageFile,
+} from '../../src/gateway/usage.js';
 import { tempDir } from '../temp-dirs.js';
 
 const dirs: string[] = [];
@@ -19,8 +28,24 @@ const tmp = () => {
 
 describe('parseUsageLine', () => {
   const ok: Array<[string, Record<string, unknown>]> = [
-    ['sparkctl-usage 1 m_a a-0 200 14 3 - 0 0 new', { backend: 'm_a', server: 'a-0', status: 200, prompt: 14, completion: 3, cached: undefined, stream: false, chunks: 0, route: 'new' }],
-    ['sparkctl-usage 1 m_a a-1 200 - - - 1 9 hit', { prompt: undefined, completion: undefined, stream: true, chunks: 9, route: 'hit' }],
+    [
+      'sparkctl-usage 1 m_a a-0 200 14 3 - 0 0 new',
+      {
+        backend: 'm_a',
+        server: 'a-0',
+        status: 200,
+        prompt: 14,
+        completion: 3,
+        cached: undefined,
+        stream: false,
+        chunks: 0,
+        route: 'new',
+      },
+    ],
+    [
+      'sparkctl-usage 1 m_a a-1 200 - - - 1 9 hit',
+      { prompt: undefined, completion: undefined, stream: true, chunks: 9, route: 'hit' },
+    ],
     ['sparkctl-usage 1 m_a a-1 200 100 5 64 1 6 spill', { prompt: 100, cached: 64, route: 'spill' }],
     ['sparkctl-usage 1 via_keeper keeper 503 - - - 0 0 -', { backend: 'via_keeper', status: 503, route: '-' }],
     // a syslog header before it (a format other than raw) is skipped
@@ -74,7 +99,10 @@ describe('parseRouteLine (keeper_return: where a request the keeper passed back 
 describe('UsageBook', () => {
   it('adds per model, keeps apart what carried no usage, leaves out what no model owns, flushes deltas', () => {
     const d = tmp();
-    const models: Record<string, { name: string; profile: string }> = { m_a: { name: 'A', profile: 'a' }, m_b: { name: 'B', profile: 'b' } };
+    const models: Record<string, { name: string; profile: string }> = {
+      m_a: { name: 'A', profile: 'a' },
+      m_b: { name: 'B', profile: 'b' },
+    };
     const book = new UsageBook(
       d,
       (be) => models[be],
@@ -117,8 +145,13 @@ describe('UsageBook', () => {
     const back = readUsage(d);
     expect(back.skipped).toBe(0);
     expect(usageByProfile(back.records).get('b')).toMatchObject({ requests: 2, prompt: 5, completion: 5 });
-    expect(usageByProfile(readUsage(d, { from: Date.parse('2026-12-04T10:02:30Z') }).records).get('b')).toMatchObject({ requests: 1, prompt: 4 });
-    expect(usageByProfile(readUsage(d, { to: Date.parse('2026-12-04T10:02:30Z') }).records).get('a')).toMatchObject({ requests: 4 });
+    expect(usageByProfile(readUsage(d, { from: Date.parse('2026-12-04T10:02:30Z') }).records).get('b')).toMatchObject({
+      requests: 1,
+      prompt: 4,
+    });
+    expect(usageByProfile(readUsage(d, { to: Date.parse('2026-12-04T10:02:30Z') }).records).get('a')).toMatchObject({
+      requests: 4,
+    });
   });
   it('the keeper path: the client-side line counts the answer (its route "-": the keeper was its server), keeper_return\'s line its route; nothing twice', () => {
     const book = new UsageBook(
@@ -138,14 +171,33 @@ describe('UsageBook', () => {
     // a route of no model this gateway routes, and one with no prefix key: not counted as a route
     book.addRoute(parseRouteLine('sparkctl-route 1 m_x x-0 hit')!);
     book.addRoute(parseRouteLine('sparkctl-route 1 m_a a-0 -')!);
-    expect(book.view().A).toMatchObject({ requests: 8, withUsage: 7, prompt: 75, completion: 13, otherWithoutUsage: 1, prefix: { hit: 5, spill: 1, new: 1 } });
+    expect(book.view().A).toMatchObject({
+      requests: 8,
+      withUsage: 7,
+      prompt: 75,
+      completion: 13,
+      otherWithoutUsage: 1,
+      prefix: { hit: 5, spill: 1, new: 1 },
+    });
     expect(book.unattributed).toBe(1);
-    expect(book.flush(new Date('2026-12-05T01:00:00Z'))[0]).toMatchObject({ model: 'A', requests: 8, prefix: { hit: 5, spill: 1, new: 1 } });
+    expect(book.flush(new Date('2026-12-05T01:00:00Z'))[0]).toMatchObject({
+      model: 'A',
+      requests: 8,
+      prefix: { hit: 5, spill: 1, new: 1 },
+    });
   });
 
   it('usage.jsonl read back as hostile: torn, wrong-typed and negative lines are counted and skipped; .1 is read too', () => {
     const d = tmp();
-    const good = { from: '2026-12-04T10:00:00Z', to: '2026-12-04T10:01:00Z', model: 'A', profile: 'a', ...emptyCounts(), requests: 2, prompt: 3 };
+    const good = {
+      from: '2026-12-04T10:00:00Z',
+      to: '2026-12-04T10:01:00Z',
+      model: 'A',
+      profile: 'a',
+      ...emptyCounts(),
+      requests: 2,
+      prompt: 3,
+    };
     writeFileSync(`${usageFile(d)}.1`, `${JSON.stringify(good)}\n`);
     appendFileSync(
       usageFile(d),

@@ -41,7 +41,14 @@ describe('sleep mode on a DGX Spark', () => {
   });
   it('sleep and wake refuse on a Spark before sending anything; elsewhere they go to the server (here: unreachable)', async () => {
     const port = await closedPort();
-    const inst = { name: 'q-0', host: '127.0.0.1', port, servedName: 'q', argv: ['--enable-sleep-mode'], launch: spark } as unknown as Instance;
+    const inst = {
+      name: 'q-0',
+      host: '127.0.0.1',
+      port,
+      servedName: 'q',
+      argv: ['--enable-sleep-mode'],
+      launch: spark,
+    } as unknown as Instance;
     const s = await sleepInstance(inst, 1, { timeoutMs: 2000 });
     expect(s).toMatchObject({ result: 'unsupported', ms: 0 });
     expect(s.detail).toMatch(/crashes when it wakes/);
@@ -51,7 +58,14 @@ describe('sleep mode on a DGX Spark', () => {
     expect((await wakeInstance(inst, { timeoutMs: 2000 })).result).toBe('unreachable');
   });
   it('the gateway gives a Spark model without the fix no sleep mode (no idle sleep, no waker, no eviction by sleep)', () => {
-    const base: ServedInstance = { name: 'q-0', profile: 'q', servedName: 'q', host: '127.0.0.1', port: 8000, argv: ['--enable-sleep-mode'] };
+    const base: ServedInstance = {
+      name: 'q-0',
+      profile: 'q',
+      servedName: 'q',
+      host: '127.0.0.1',
+      port: 8000,
+      argv: ['--enable-sleep-mode'],
+    };
     expect(modelsOf([{ ...base, launch: spark }]).models[0]!.sleepMode).toBe(false);
     expect(modelsOf([{ ...base, launch: { platform: 'hopper-cuda13' } }]).models[0]!.sleepMode).toBe(true);
   });
@@ -59,8 +73,15 @@ describe('sleep mode on a DGX Spark', () => {
 
 describe("serve on a DGX Spark fixes the KV cache in bytes (vLLM's profiling on unified memory counts the page cache against it)", () => {
   const sparkPlatform = loadPlatform('dgx-spark-gb10');
-  const gpt = parseModelConfig(parsePythonJson(readFileSync(join(FIXTURES, 'models', 'gpt-oss-120b', 'config.json'), 'utf8')));
-  const profile = (engine: Record<string, unknown>) => Profile.parse({ name: 'gpt', model: { id: 'openai/gpt-oss-120b' }, engine: { maxModelLen: 65536, gpuMemoryUtilization: 0.8, ...engine } });
+  const gpt = parseModelConfig(
+    parsePythonJson(readFileSync(join(FIXTURES, 'models', 'gpt-oss-120b', 'config.json'), 'utf8')),
+  );
+  const profile = (engine: Record<string, unknown>) =>
+    Profile.parse({
+      name: 'gpt',
+      model: { id: 'openai/gpt-oss-120b' },
+      engine: { maxModelLen: 65536, gpuMemoryUtilization: 0.8, ...engine },
+    });
   it('the planned KV bytes, where the target vLLM takes --kv-cache-memory-bytes (0.11 on)', () => {
     const p = profile({ vllmVersion: '0.28.0' });
     const u = unifiedKvBytes(p, sparkPlatform, 121.7 * GIB, gpt);

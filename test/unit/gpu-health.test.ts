@@ -6,7 +6,8 @@ import { parseQueryGpu, GPU_FIELDS } from '../../src/nvidia/smi.js';
 import { judgeGpus, xidWithTimes } from '../../src/health/gpu.js';
 import { FIXTURES } from '../helpers.js';
 
-const rows = (bundle: string) => parseQueryGpu(readFileSync(join(FIXTURES, 'bundles', bundle, 'out', 'cmd-012.stdout'), 'utf8'), GPU_FIELDS);
+const rows = (bundle: string) =>
+  parseQueryGpu(readFileSync(join(FIXTURES, 'bundles', bundle, 'out', 'cmd-012.stdout'), 'utf8'), GPU_FIELDS);
 const T = { tempWarnC: 75, tempUnhealthyC: 82, tempCriticalC: 88 };
 const base = { thresholds: T, memLimit: 0.97, reserved: 0.92 };
 const withTemp = (t: string[]) => rows('h200x2-device-collect').map((g, k) => ({ ...g, 'temperature.gpu': t[k] }));
@@ -42,12 +43,17 @@ describe('judgeGpus', () => {
   });
 
   it('custom thresholds from the profile', () => {
-    const v = judgeGpus(withTemp(['70', '34']), { ...base, thresholds: { tempWarnC: 60, tempUnhealthyC: 65, tempCriticalC: 90 } });
+    const v = judgeGpus(withTemp(['70', '34']), {
+      ...base,
+      thresholds: { tempWarnC: 60, tempUnhealthyC: 65, tempCriticalC: 90 },
+    });
     expect(v.findings).toEqual([{ gpu: 0, level: 'unhealthy', text: 'GPU0: 70 C >= 65 C' }]);
   });
 
   it('the edited hot capture: temperature, ECC, remap and Xid, each naming its GPU', () => {
-    const xid = xidWithTimes(readFileSync(join(FIXTURES, 'bundles', 'h200x2-serving-hot', 'out', 'cmd-009.stdout'), 'utf8'));
+    const xid = xidWithTimes(
+      readFileSync(join(FIXTURES, 'bundles', 'h200x2-serving-hot', 'out', 'cmd-009.stdout'), 'utf8'),
+    );
     expect(xid.map((e) => [e.code, e.ts])).toEqual([
       [48, 8812.402113],
       [63, 8812.40299],
@@ -58,7 +64,11 @@ describe('judgeGpus', () => {
       { gpu: 1, level: 'critical', text: 'GPU1: 90 C >= 88 C (critical: throttling or shutdown next)' },
       { gpu: 0, level: 'unhealthy', text: 'GPU0: 84 C >= 82 C' },
       { gpu: 1, level: 'unhealthy', text: 'GPU1: 2 uncorrected volatile ECC error(s)' },
-      { gpu: 1, level: 'unhealthy', text: 'GPU1: Xid 48 (double-bit ECC error) x1, Xid 63 (ECC page retirement or row remap recorded) x1 since the last probe' },
+      {
+        gpu: 1,
+        level: 'unhealthy',
+        text: 'GPU1: Xid 48 (double-bit ECC error) x1, Xid 63 (ECC page retirement or row remap recorded) x1 since the last probe',
+      },
       { gpu: 1, level: 'warn', text: 'GPU1: row remap pending (needs a GPU reset)' },
     ]);
     expect(v.detail).toMatch(/^GPU0 84 C 92 %, GPU1 90 C 92 %: CRITICAL GPU1: 90 C/);
@@ -75,7 +85,19 @@ describe('judgeGpus', () => {
   });
 
   it('memory above the reserved share + headroom warns (another process on the GPU?)', () => {
-    const v = judgeGpus(rows('h200x2-serving-hot'), { ...base, thresholds: { tempWarnC: 100, tempUnhealthyC: 100, tempCriticalC: 100 }, memLimit: 0.5, reserved: 0.45, mine: [0] });
-    expect(v.findings).toEqual([{ gpu: 0, level: 'warn', text: 'GPU0: 92 % memory used, above the reserved 45 % + headroom (another process on the GPU?)' }]);
+    const v = judgeGpus(rows('h200x2-serving-hot'), {
+      ...base,
+      thresholds: { tempWarnC: 100, tempUnhealthyC: 100, tempCriticalC: 100 },
+      memLimit: 0.5,
+      reserved: 0.45,
+      mine: [0],
+    });
+    expect(v.findings).toEqual([
+      {
+        gpu: 0,
+        level: 'warn',
+        text: 'GPU0: 92 % memory used, above the reserved 45 % + headroom (another process on the GPU?)',
+      },
+    ]);
   });
 });

@@ -9,30 +9,66 @@ import { resolveLoaded } from '../../src/profiles/resolve.js';
 import { buildServePlan } from '../../src/engine/plan.js';
 import { planCluster, toClusterPlan } from '../../src/engine/cluster/plan.js';
 import { NodesFile } from '../../src/profiles/schema.js';
-import { groupsOf, launchInOrder, nodeName, stepOf, type GroupStarted, type ServerGroup } from '../../src/engine/groups.js';
+import {
+  groupsOf,
+  launchInOrder,
+  nodeName,
+  stepOf,
+  type GroupStarted,
+  type ServerGroup,
+} from '../../src/engine/groups.js';
 import { failedBefore } from '../../src/engine/diagnose.js';
 
 const nodes = (gpus: number, n: number) =>
   NodesFile.parse({
     head: { name: 'n0', address: '10.0.0.1', interface: 'eth0', gpus },
-    workers: Array.from({ length: n - 1 }, (_, i) => ({ name: `n${i + 1}`, address: `10.0.0.${i + 2}`, interface: 'eth0', gpus })),
+    workers: Array.from({ length: n - 1 }, (_, i) => ({
+      name: `n${i + 1}`,
+      address: `10.0.0.${i + 2}`,
+      interface: 'eth0',
+      gpus,
+    })),
   });
-const opts = { nodesFile: '/abs/nodes.yaml', set: [] as string[], engine: 'sim' as const, vllmBin: 'vllm', prewarm: false };
-const native4 = () => groupsOf(toClusterPlan(planCluster('qwen3-200b', nodes(8, 4), { ...opts, set: ['parallel.executor=mp'] }), { ...opts, stateDir: '/s' }));
+const opts = {
+  nodesFile: '/abs/nodes.yaml',
+  set: [] as string[],
+  engine: 'sim' as const,
+  vllmBin: 'vllm',
+  prewarm: false,
+};
+const native4 = () =>
+  groupsOf(
+    toClusterPlan(planCluster('qwen3-200b', nodes(8, 4), { ...opts, set: ['parallel.executor=mp'] }), {
+      ...opts,
+      stateDir: '/s',
+    }),
+  );
 const ray4 = () => groupsOf(toClusterPlan(planCluster('qwen3-200b', nodes(8, 4), opts), { ...opts, stateDir: '/s' }));
 const local3 = () =>
-  groupsOf(buildServePlan(resolveLoaded(loadProfile('qwen-dev', { sets: ['parallel.replicas=3', 'parallel.firstGpu=0'] })), { engine: 'sim', vllmBin: 'vllm', prewarm: false, stateDir: '/s' }));
+  groupsOf(
+    buildServePlan(resolveLoaded(loadProfile('qwen-dev', { sets: ['parallel.replicas=3', 'parallel.firstGpu=0'] })), {
+      engine: 'sim',
+      vllmBin: 'vllm',
+      prewarm: false,
+      stateDir: '/s',
+    }),
+  );
 
 const tick = () => new Promise<void>((r) => setTimeout(r, 5));
 
-/** Launches that take a few ms each, logging when each began and ended; `fail` names the groups (by index) that do not start. */
+/**
+ * Launches that take a few ms each, logging when each began and ended; `fail` names the groups (by index) that do not
+ * start.
+ */
 function recorder(fail: number[] = []) {
   const log: string[] = [];
   const launch = async (g: ServerGroup): Promise<GroupStarted<string>> => {
     log.push(`begin ${g.index}`);
     await tick();
     log.push(`end ${g.index}`);
-    return fail.includes(g.index) ? { error: `group ${g.index} did not start on ${nodeName(g)}`, evidence: ['line a', 'line b'] } : { ref: `h${g.index}` };
+    return fail.includes(g.index)
+      ? { error: `group ${g.index} did not start on ${nodeName(g)}`, evidence: ['line a', 'line b'] }
+      : { ref: `h${g.index}` };
   };
   const started: string[] = [];
   return { log, launch, started, onStarted: (h: string, g: ServerGroup) => started.push(`${h}@${nodeName(g)}`) };
@@ -70,7 +106,14 @@ describe('launchInOrder: the groups in their starts order', () => {
     expect(r.log).toEqual(['begin 0', 'end 0']);
   });
 
-  it.each<[string, () => ServerGroup[], number[], { refs: string[]; message: string; evidence: string[]; node?: string; begun: number[] }]>([
+  it.each<
+    [
+      string,
+      () => ServerGroup[],
+      number[],
+      { refs: string[]; message: string; evidence: string[]; node?: string; begun: number[] },
+    ]
+  >([
     [
       'the head fails: nothing else is launched; its evidence as it came, its node named',
       native4,
@@ -88,7 +131,12 @@ describe('launchInOrder: the groups in their starts order', () => {
         begun: [0, 1, 2, 3],
       },
     ],
-    ['a replica fails: the ones after it are never launched', local3, [1], { refs: ['h0'], message: 'group 1 did not start on local', evidence: ['line a', 'line b'], begun: [0, 1] }],
+    [
+      'a replica fails: the ones after it are never launched',
+      local3,
+      [1],
+      { refs: ['h0'], message: 'group 1 did not start on local', evidence: ['line a', 'line b'], begun: [0, 1] },
+    ],
   ])('%s', async (_, groups, fail, want) => {
     const r = recorder(fail);
     const out = await launchInOrder(groups(), r.launch, r.onStarted);
@@ -163,7 +211,10 @@ describe('launchInOrder: the groups in their starts order', () => {
     expect(r.log.filter((l) => l.startsWith('after'))).toEqual(['after h0']);
     expect(out).toEqual({ refs: ['h0', 'h1', 'h2', 'h3'] });
     const r2 = recorder();
-    const no = failedBefore('not-started', 'Ray head on n0 did not start in its container', ['n0: x'], { fix: 'read its output', node: 'n0' });
+    const no = failedBefore('not-started', 'Ray head on n0 did not start in its container', ['n0: x'], {
+      fix: 'read its output',
+      node: 'n0',
+    });
     const out2 = await launchInOrder(ray4(), r2.launch, r2.onStarted, undefined, async () => no);
     expect(out2).toEqual({ refs: ['h0'], failure: no });
     expect(r2.log).toEqual(['begin 0', 'end 0']);

@@ -94,7 +94,16 @@ describe('readVllm', () => {
       'garbage line here',
     ].join('\n');
     const r = readVllm(text);
-    expect(r.counters).toEqual({ prompt: 1200, generation: 300, finished: { stop: 4, length: 1 }, preemptions: 2, prefixHits: 250, prefixQueries: 1000, prefillS: 1.5, decodeS: 6 });
+    expect(r.counters).toEqual({
+      prompt: 1200,
+      generation: 300,
+      finished: { stop: 4, length: 1 },
+      preemptions: 2,
+      prefixHits: 250,
+      prefixQueries: 1000,
+      prefillS: 1.5,
+      decodeS: 6,
+    });
     expect(r.gauges).toEqual({ running: 3, waiting: undefined, kv: 0.42 });
     expect(r.ttft).toEqual({ le: [0.1, Infinity], n: [3, 5], sum: 1.25, count: 5 });
     expect(r.start).toBe(1764500000.5);
@@ -130,7 +139,15 @@ describe('store', () => {
     const d = tmp();
     // ~300 samples of ~700 bytes: well past the 64 KiB read from the end
     const why = 'x'.repeat(600);
-    for (let m = 0; m < 300; m++) appendSample(d, sample({ at: new Date(Date.UTC(2026, 10, 30, 0, m)), steps: [{ step: 'live', status: 'fail', detail: why, ms: 2 }], xidT: m }));
+    for (let m = 0; m < 300; m++)
+      appendSample(
+        d,
+        sample({
+          at: new Date(Date.UTC(2026, 10, 30, 0, m)),
+          steps: [{ step: 'live', status: 'fail', detail: why, ms: 2 }],
+          xidT: m,
+        }),
+      );
     const f = join(historyDir(d), readdirSync(historyDir(d))[0]!);
     expect(statSync(f).size).toBeGreaterThan(128 * 1024);
     expect(lastSample(d, 'qwen-0', 'http://127.0.0.1:8000')).toEqual({ t: '2026-11-30T04:59:00.000Z', xidT: 299 });
@@ -228,7 +245,11 @@ describe('store', () => {
 import { buildSample } from ${JSON.stringify(join(ROOT, 'dist/history/sample.js'))};
 const w = Number(process.argv[1]);
 for (let k = 0; k < 100; k++) appendSample(process.env.D, buildSample({ at: new Date(Date.UTC(2026, 10, 30, w, 0, k)), target: 'same', url: 'http://x', verdict: 'healthy', ms: k, steps: [{ step: 'live', status: 'warn', detail: 'x'.repeat(250), ms: 1 }], gpus: Array.from({ length: 8 }, (_, i) => ({ i, util: 50, temp: 60, mem: 1000, memTotal: 2000, power: 500, ecc: 0, xid: 0 })) }));`;
-    await Promise.all([0, 1, 2, 3].map((w) => execa(process.execPath, ['--input-type=module', '-e', script, String(w)], { env: { D: d } })));
+    await Promise.all(
+      [0, 1, 2, 3].map((w) =>
+        execa(process.execPath, ['--input-type=module', '-e', script, String(w)], { env: { D: d } }),
+      ),
+    );
     const r = readHistory(d);
     expect(r.skipped).toEqual([]);
     expect(r.samples).toHaveLength(400);
@@ -237,8 +258,24 @@ for (let k = 0; k < 100; k++) appendSample(process.env.D, buildSample({ at: new 
 
 describe('sample line', () => {
   it('stays below PIPE_BUF, dropping histograms first and saying so', () => {
-    const big = { le: Array.from({ length: 200 }, (_, k) => k / 10), n: Array.from({ length: 201 }, (_, k) => k * 1000), sum: 1, count: 200_000 };
-    const s = sample({ gpus: Array.from({ length: 8 }, (_, i) => ({ i, util: 90, mem: 132000, memTotal: 143771, temp: 70, power: 600, ecc: 0, xid: 0 })) });
+    const big = {
+      le: Array.from({ length: 200 }, (_, k) => k / 10),
+      n: Array.from({ length: 201 }, (_, k) => k * 1000),
+      sum: 1,
+      count: 200_000,
+    };
+    const s = sample({
+      gpus: Array.from({ length: 8 }, (_, i) => ({
+        i,
+        util: 90,
+        mem: 132000,
+        memTotal: 143771,
+        temp: 70,
+        power: 600,
+        ecc: 0,
+        xid: 0,
+      })),
+    });
     s.ttft = big;
     s.itl = big;
     const line = sampleLine(s);
@@ -249,7 +286,10 @@ describe('sample line', () => {
     expect(back.gpu).toHaveLength(8);
   });
   it('keeps failing-step details as the cause of an incident', () => {
-    const s = sample({ verdict: 'unhealthy', steps: [{ step: 'inference', status: 'fail', detail: 'no token within 5000 ms', ms: 5000 }] });
+    const s = sample({
+      verdict: 'unhealthy',
+      steps: [{ step: 'inference', status: 'fail', detail: 'no token within 5000 ms', ms: 5000 }],
+    });
     expect(s.why).toEqual(['inference fail: no token within 5000 ms']);
   });
 });

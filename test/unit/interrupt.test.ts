@@ -41,7 +41,12 @@ describe('interrupts', () => {
   it('listens only to the signals named (bench: SIGINT), gives the reason, says onFirst once', () => {
     base = count();
     const said: string[] = [];
-    const i = interrupts({ second: 'force', signals: ['SIGINT'], reason: () => new Error('interrupted'), onFirst: () => said.push('first') });
+    const i = interrupts({
+      second: 'force',
+      signals: ['SIGINT'],
+      reason: () => new Error('interrupted'),
+      onFirst: () => said.push('first'),
+    });
     expect(count()).toEqual({ int: base.int + 1, term: base.term });
     process.emit('SIGINT');
     process.emit('SIGINT');
@@ -92,7 +97,14 @@ ${body}
 `,
     );
     const out = entry.replace(/\.ts$/, '.mjs');
-    await build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', outfile: out, logLevel: 'silent' });
+    await build({
+      entryPoints: [entry],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      outfile: out,
+      logLevel: 'silent',
+    });
     const r = spawnSync(process.execPath, [out], { encoding: 'utf8', timeout: 10_000 });
     return { code: r.status, signal: r.signal, out: r.stdout.trim() };
   };
@@ -139,14 +151,21 @@ setTimeout(() => busyThenSelfSignal(), 20);`);
 
 // The class: no listener of a signal is added or removed anywhere in src but through onSignals.
 it('src adds and removes signal listeners only in util/interrupt.ts', () => {
-  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : e.name.endsWith('.ts') ? [join(d, e.name)] : []));
+  const walk = (d: string): string[] =>
+    readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(join(d, e.name)) : e.name.endsWith('.ts') ? [join(d, e.name)] : [],
+    );
   const found = walk('src')
     .filter((f) => !f.endsWith(join('util', 'interrupt.ts')))
     .flatMap((f) =>
       readFileSync(f, 'utf8')
         .split('\n')
         .map((line, i) => ({ where: `${relative('.', f)}:${i + 1}`, line }))
-        .filter(({ line }) => /process\.(on|once|off|addListener|removeListener|removeAllListeners|prependListener)\(\s*['"`]?SIG|process\.(on|once|off)\(\s*(s|sig|signal)\b/.test(line)),
+        .filter(({ line }) =>
+          /process\.(on|once|off|addListener|removeListener|removeAllListeners|prependListener)\(\s*['"`]?SIG|process\.(on|once|off)\(\s*(s|sig|signal)\b/.test(
+            line,
+          ),
+        ),
     );
   expect(found).toEqual([]);
 });

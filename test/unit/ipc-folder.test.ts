@@ -2,10 +2,25 @@
 // launch, gone with the replica's record. Socket files are made the way a killed server leaves them: a
 // process binds one and exits without closing it (the kernel keeps the file).
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { IPC_VAR, ipcEnv, ipcFolderOf, prepareIpcFolder, removeIpcFolder } from '../../src/engine/runtime/ipc-folder.js';
+import {
+  IPC_VAR,
+  ipcEnv,
+  ipcFolderOf,
+  prepareIpcFolder,
+  removeIpcFolder,
+} from '../../src/engine/runtime/ipc-folder.js';
 import { hostRuntime } from '../../src/engine/runtime/host.js';
 import { Registry } from '../../src/engine/registry.js';
 import { UsageError } from '../../src/errors.js';
@@ -23,12 +38,17 @@ const fresh = () => {
 
 /** A socket file left behind: bound by a process that exits without closing it. */
 function leftSocket(path: string) {
-  const r = spawnSync(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => process.exit(0))`], { timeout: 10_000 });
+  const r = spawnSync(
+    process.execPath,
+    ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => process.exit(0))`],
+    { timeout: 10_000 },
+  );
   expect(r.status).toBe(0);
   expect(lstatSync(path).isSocket()).toBe(true);
 }
 
-const replica = (env: Record<string, string> = {}, envFrom: Record<string, string> = {}, name = 'tiny-0') => ({ name, env, envFrom }) as never;
+const replica = (env: Record<string, string> = {}, envFrom: Record<string, string> = {}, name = 'tiny-0') =>
+  ({ name, env, envFrom }) as never;
 
 describe('where the sockets go', () => {
   const uuid = '0'.repeat(36);
@@ -58,7 +78,11 @@ describe('where the sockets go', () => {
   });
 
   it("the host's rendered line leaves it out (a dry-run's line runs by hand, where the folder would not exist)", () => {
-    const render = (stateDir: string) => hostRuntime.render({ stateDir, replica: { ...replica({ A: '1' }), argv: ['vllm', 'serve', 'm'] } } as never, '<marker>');
+    const render = (stateDir: string) =>
+      hostRuntime.render(
+        { stateDir, replica: { ...replica({ A: '1' }), argv: ['vllm', 'serve', 'm'] } } as never,
+        '<marker>',
+      );
     const line = render('/var/lib/sparkctl');
     expect(line.env).toEqual({ A: '1' });
     // ... and names it in a note the dry-run prints as a comment

@@ -16,7 +16,10 @@ describe('podCommand: command replaces the ENTRYPOINT, args the CMD', () => {
   it.each([
     // an image reference as k8s sees it (nothing read): the repository decides, as for a systemd unit
     ['vllm/vllm-openai:v0.25.0', { command: ['vllm', 'serve'], args: ['Qwen/Qwen3.5-9B', '--port', '8000'] }],
-    [`docker.io/vllm/vllm-openai@sha256:${'a'.repeat(64)}`, { command: ['vllm', 'serve'], args: ['Qwen/Qwen3.5-9B', '--port', '8000'] }],
+    [
+      `docker.io/vllm/vllm-openai@sha256:${'a'.repeat(64)}`,
+      { command: ['vllm', 'serve'], args: ['Qwen/Qwen3.5-9B', '--port', '8000'] },
+    ],
     ['nvcr.io/nvidia/vllm:25.09-py3', { args: ARGV }],
     ['registry.local:5000/team/vllm:1', { args: ARGV }],
     // a name that only ends like vLLM's repository is not it
@@ -27,7 +30,11 @@ describe('podCommand: command replaces the ENTRYPOINT, args the CMD', () => {
 
   it.each([
     [['vllm', 'serve'] as string[], 'args' as const, { command: ['vllm', 'serve'], args: ARGV.slice(2) }],
-    [['python3', '-m', 'vllm.entrypoints.openai.api_server'], 'entrypoint-vllm' as const, { command: ['vllm', 'serve'], args: ARGV.slice(2) }],
+    [
+      ['python3', '-m', 'vllm.entrypoints.openai.api_server'],
+      'entrypoint-vllm' as const,
+      { command: ['vllm', 'serve'], args: ARGV.slice(2) },
+    ],
     [['/opt/nvidia/nvidia_entrypoint.sh'], 'command' as const, { args: ARGV }],
     [[] as string[], 'command' as const, { args: ARGV }],
   ])('a read entrypoint %j -> %s', (entrypoint, start, want) => {
@@ -53,31 +60,46 @@ describe('clusterVersion', () => {
   });
   it.each([
     // [image, read on this host, version, what the note says]
-    ['vllm/vllm-openai:v0.11.0', undefined, '0.11.0', /rendered for vLLM 0\.11\.0, as the tag vllm\/vllm-openai:v0\.11\.0 states/],
+    [
+      'vllm/vllm-openai:v0.11.0',
+      undefined,
+      '0.11.0',
+      /rendered for vLLM 0\.11\.0, as the tag vllm\/vllm-openai:v0\.11\.0 states/,
+    ],
     [`vllm/vllm-openai:v0.11.0@sha256:${'0'.repeat(64)}`, undefined, '0.11.0', /as the tag .* states/],
     ['nvcr.io/nvidia/vllm:26.03-py3', undefined, '0.17.1', /NVIDIA's release notes for the NGC release 26\.03/],
     ['nvcr.io/nvidia/vllm:25.10-py3', undefined, '0.10.2', /NGC release 25\.10/],
     // the reference says nothing, the same image here was read
-    ['nvcr.io/nvidia/vllm:25.09-py3', { bin: 'podman', version: '0.10.1', source: 'label' as const }, '0.10.1', /read from the image nvcr\.io\/nvidia\/vllm:25\.09-py3 on this host/],
+    [
+      'nvcr.io/nvidia/vllm:25.09-py3',
+      { bin: 'podman', version: '0.10.1', source: 'label' as const },
+      '0.10.1',
+      /read from the image nvcr\.io\/nvidia\/vllm:25\.09-py3 on this host/,
+    ],
   ])('auto, %s: the version it states or was read, never the newest table', (ref, read, version, note) => {
     const v = clusterVersion('qwen', 'auto', { ref, derived: false, read });
     expect(v.version).toBe(version);
     expect(v.note).toMatch(note);
   });
-  it.each([['nvcr.io/nvidia/vllm:25.09-py3'], ['registry.example/team/vllm:prod'], ['vllm/vllm-openai:latest']])('auto, %s, not read here: refused (exit 2) naming the fields and the fixes', (ref) => {
-    let err: unknown;
-    try {
-      clusterVersion('qwen', 'auto', { ref, derived: false, read: { bin: 'podman', why: 'image not known' } });
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(UsageError);
-    const e = err as UsageError;
-    expect(e.exitCode).toBe(2);
-    expect(e.message).toContain(`engine.vllmVersion is auto, but the vLLM version of container.image ${ref} is not known`);
-    expect(e.message).toContain('image not known');
-    expect(e.details.join('\n')).toMatch(/--set engine\.vllmVersion=X\.Y\.Z[\s\S]*a host that has the image/);
-  });
+  it.each([['nvcr.io/nvidia/vllm:25.09-py3'], ['registry.example/team/vllm:prod'], ['vllm/vllm-openai:latest']])(
+    'auto, %s, not read here: refused (exit 2) naming the fields and the fixes',
+    (ref) => {
+      let err: unknown;
+      try {
+        clusterVersion('qwen', 'auto', { ref, derived: false, read: { bin: 'podman', why: 'image not known' } });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(UsageError);
+      const e = err as UsageError;
+      expect(e.exitCode).toBe(2);
+      expect(e.message).toContain(
+        `engine.vllmVersion is auto, but the vLLM version of container.image ${ref} is not known`,
+      );
+      expect(e.message).toContain('image not known');
+      expect(e.details.join('\n')).toMatch(/--set engine\.vllmVersion=X\.Y\.Z[\s\S]*a host that has the image/);
+    },
+  );
   it('auto with no image: the image is tagged with the version the flags follow', () => {
     const v = clusterVersion('qwen', 'auto', { derived: true });
     expect(v.version).toBe(NEWEST);
@@ -101,13 +123,21 @@ describe('podLimits and volumes from the container settings', () => {
 
   it.each([
     [[], '16Gi', { name: 'hf-cache', hostPath: { path: '/var/cache/huggingface', type: 'DirectoryOrCreate' } }],
-    [['container.shmSize="8g"', 'container.hfCache="/data/hf"'], '8Gi', { name: 'hf-cache', hostPath: { path: '/data/hf', type: 'DirectoryOrCreate' } }],
+    [
+      ['container.shmSize="8g"', 'container.hfCache="/data/hf"'],
+      '8Gi',
+      { name: 'hf-cache', hostPath: { path: '/data/hf', type: 'DirectoryOrCreate' } },
+    ],
     [['model.path="/models/q"'], '16Gi', { name: 'model', hostPath: { path: '/models/q', type: 'Directory' } }],
   ])('%j: /dev/shm %s, model volume', (sets, shm, model) => {
     const v = volumes(prof(sets), A100);
     expect(v.volumes[0]).toEqual({ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: shm } });
     expect(v.volumes[1]).toEqual(model);
     // the model by path is read-only; the cache is written on a fresh node
-    expect(v.mounts[1]).toEqual(model.name === 'model' ? { name: 'model', mountPath: '/models/q', readOnly: true } : { name: 'hf-cache', mountPath: '/root/.cache/huggingface' });
+    expect(v.mounts[1]).toEqual(
+      model.name === 'model'
+        ? { name: 'model', mountPath: '/models/q', readOnly: true }
+        : { name: 'hf-cache', mountPath: '/root/.cache/huggingface' },
+    );
   });
 });

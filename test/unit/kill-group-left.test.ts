@@ -28,7 +28,10 @@ describe('killGroupLeft', () => {
 
   it('the leader ended: its remaining member is killed by its own pid', async () => {
     // the leader starts a member in its group, prints its pid, then ends
-    const c = spawn('sh', ['-c', 'sleep 30 >/dev/null & echo $!; exit 0'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    const c = spawn('sh', ['-c', 'sleep 30 >/dev/null & echo $!; exit 0'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let out = '';
     c.stdout!.on('data', (d) => {
       out += d;

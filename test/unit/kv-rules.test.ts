@@ -14,8 +14,10 @@ import { Profile } from '../../src/profiles/schema.js';
 import { FIXTURES } from '../helpers.js';
 
 const cdiv = (a: number, b: number) => Math.ceil(a / b);
-const fixture = (name: string) => parsePythonJson(readFileSync(join(FIXTURES, 'models', name, 'config.json'), 'utf8')) as Record<string, unknown>;
-const text = (c: Record<string, unknown>) => ((c.text_config as Record<string, unknown>) ?? c) as Record<string, unknown>;
+const fixture = (name: string) =>
+  parsePythonJson(readFileSync(join(FIXTURES, 'models', name, 'config.json'), 'utf8')) as Record<string, unknown>;
+const text = (c: Record<string, unknown>) =>
+  ((c.text_config as Record<string, unknown>) ?? c) as Record<string, unknown>;
 const layoutOf = (c: Record<string, unknown>, n?: number) => {
   const t = text(c);
   const l = readLayout(t, n ?? (t.num_hidden_layers as number));
@@ -23,7 +25,18 @@ const layoutOf = (c: Record<string, unknown>, n?: number) => {
   return l;
 };
 const kv = (layout: Layout, over: Partial<KvInputs> = {}) =>
-  planKvCache({ layout, tp: 1, pp: 1, modelDtype: 'bfloat16', kvCacheDtype: 'auto', maxModelLen: 8192, maxNumBatchedTokens: 8192, availableBytes: 10 * GIB, version: '0.28.0', ...over });
+  planKvCache({
+    layout,
+    tp: 1,
+    pp: 1,
+    modelDtype: 'bfloat16',
+    kvCacheDtype: 'auto',
+    maxModelLen: 8192,
+    maxNumBatchedTokens: 8192,
+    availableBytes: 10 * GIB,
+    version: '0.28.0',
+    ...over,
+  });
 
 // Every config below is a published checkpoint's own config.json (test/fixtures/models/<name>/SOURCE.md says where
 // each was retrieved from); the figures are worked from vLLM's source, file and function named beside each.
@@ -43,13 +56,16 @@ describe('Nemotron-H-56B-Base-8K (Mamba2 hybrid, hybrid_override_pattern, Infini
   });
   it('0.28: no mamba_ssm_cache_dtype in the config -> float32 (the 0.25+ hook), block 4128, 7 groups, 2 states a request', () => {
     const p = kv(layout);
-    // mamba_utils.py mamba2_state_shape: conv (4 - 1) x (256 x 64 + 2 x 8 x 256) x 2 B = 122,880; temporal 256 x 64 x 256 x 4 B = 16,777,216
+    // mamba_utils.py mamba2_state_shape: conv (4 - 1) x (256 x 64 + 2 x 8 x 256) x 2 B = 122,880; temporal 256 x 64 x
+    // 256 x 4 B = 16,777,216
     const mamba = 3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4;
     expect(mamba).toBe(16_900_096);
-    // platforms/interface.py _align_hybrid_block_size: attention token 8 KV heads x 2 x 128 x 2 B = 4096; 16 x cdiv(16,900,096, 16 x 4096) = 4128
+    // platforms/interface.py _align_hybrid_block_size: attention token 8 KV heads x 2 x 128 x 2 B = 4096; 16 x
+    // cdiv(16,900,096, 16 x 4096) = 4128
     expect(p.blockSize).toBe(16 * cdiv(mamba, 16 * 4096));
     expect(p.blockSize).toBe(4128);
-    // kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: 10 attention, 54 Mamba -> group size 10 (54 >= 1.5 x 10): 6 Mamba groups + 1
+    // kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: 10 attention, 54 Mamba -> group size 10 (54 >= 1.5 x
+    // 10): 6 Mamba groups + 1
     expect(p.groups).toHaveLength(7);
     expect(p.groupSize).toBe(10);
     expect(p.pageBytes).toBe(4128 * 4096);
@@ -78,7 +94,8 @@ describe('Nemotron-H-56B-Base-8K (Mamba2 hybrid, hybrid_override_pattern, Infini
     expect(old.kvTokens).toBe(Math.floor(old.numBlocks / 7) * 2080);
   });
   it('TP 2 halves the heads of both caches', () => {
-    // conv (3, (16384 + 4096) / 2) x 2 B = 61,440; temporal (128, 64, 256) x 4 B = 8,388,608; attention token 4 heads -> 2048 B
+    // conv (3, (16384 + 4096) / 2) x 2 B = 61,440; temporal (128, 64, 256) x 4 B = 8,388,608; attention token 4 heads
+    // -> 2048 B
     expect(kv(layout, { tp: 2 }).blockSize).toBe(16 * cdiv(3 * 10_240 * 2 + 128 * 64 * 256 * 4, 16 * 2048));
   });
   it('an unknown pattern letter is not modelled, naming the position', () => {
@@ -97,7 +114,8 @@ describe('NVIDIA-Nemotron-3-Nano-30B-A3B (Mamba2 + MoE hybrid, mamba_ssm_cache_d
   });
   it('block 2096, 5 groups, 833 blocks of 10 GiB, 12 a request', () => {
     const p = kv(layout);
-    // conv 3 x (64 x 64 + 2 x 8 x 128) x 2 B = 36,864; temporal 64 x 64 x 128 x 4 B = 2,097,152; attention token 2 x 2 x 128 x 2 B = 1024
+    // conv 3 x (64 x 64 + 2 x 8 x 128) x 2 B = 36,864; temporal 64 x 64 x 128 x 4 B = 2,097,152; attention token 2 x 2
+    // x 128 x 2 B = 1024
     expect(p.blockSize).toBe(16 * cdiv(36_864 + 2_097_152, 16 * 1024));
     expect(p.blockSize).toBe(2096);
     // 6 attention, 23 Mamba -> group size 6: cdiv(23, 6) = 4 Mamba groups + 1
@@ -123,7 +141,8 @@ describe('Qwen3-Next / Qwen3.5 (Gated DeltaNet hybrids)', () => {
     const layout = layoutOf(fixture('qwen3-next-80b-a3b-thinking'));
     expect(layout.readFrom).toBe('full_attention_interval');
     const p = kv(layout, { maxModelLen: 32768, availableBytes: 20 * GIB });
-    // mamba_utils.py gated_delta_net_state_shape: conv 3 x (2 x 16 x 128 + 32 x 128) x 2 B = 49,152; temporal 32 x 128 x 128 x 2 B = 1,048,576
+    // mamba_utils.py gated_delta_net_state_shape: conv 3 x (2 x 16 x 128 + 32 x 128) x 2 B = 49,152; temporal 32 x 128
+    // x 128 x 2 B = 1,048,576
     const state = 3 * (2 * 16 * 128 + 32 * 128) * 2 + 32 * 128 * 128 * 2;
     // attention token: 2 KV heads x 2 x 256 x 2 B = 2048 -> block 16 x cdiv(1,097,728, 32,768) = 544
     expect(p.blockSize).toBe(16 * cdiv(state, 16 * 2048));
@@ -141,15 +160,18 @@ describe('Qwen3-Next / Qwen3.5 (Gated DeltaNet hybrids)', () => {
     expect(layout.family).toBe('qwen3_5');
     expect(layout.ssmDtype).toBe('float32');
     const p = kv(layout);
-    // 64 layers, every 4th full; GDN 16 K heads, 48 V heads of 128: conv 3 x (4096 + 6144) x 2 = 61,440; temporal 48 x 128 x 128 x 4 = 3,145,728
-    // attention token: 4 KV heads x 2 x 256 x 2 B = 4096 -> 16 x cdiv(3,207,168, 65,536) = 784
+    // 64 layers, every 4th full; GDN 16 K heads, 48 V heads of 128: conv 3 x (4096 + 6144) x 2 = 61,440; temporal 48 x
+    // 128 x 128 x 4 = 3,145,728 attention token: 4 KV heads x 2 x 256 x 2 B = 4096 -> 16 x cdiv(3,207,168, 65,536) =
+    // 784
     expect(p.blockSize).toBe(16 * cdiv(61_440 + 48 * 128 * 128 * 4, 16 * 4096));
     expect(p.blockSize).toBe(784);
-    // 16 full, 48 GDN -> group size 16, 3 GDN groups + 1; 10 GiB // (784 x 4096 x 16) = 208; cdiv(8192, 784) = 11 + 3 x 2
+    // 16 full, 48 GDN -> group size 16, 3 GDN groups + 1; 10 GiB // (784 x 4096 x 16) = 208; cdiv(8192, 784) = 11 + 3 x
+    // 2
     expect(p.groups).toHaveLength(4);
     expect(p.numBlocks).toBe(208);
     expect(p.blocksPerRequest).toBe(17);
-    // models/config.py Qwen3_5ForConditionalGenerationConfig (#34489) is not in 0.16: the model dtype, 61,440 + 1,572,864 -> 400
+    // models/config.py Qwen3_5ForConditionalGenerationConfig (#34489) is not in 0.16: the model dtype, 61,440 +
+    // 1,572,864 -> 400
     expect(kv(layout, { version: '0.16.0' }).blockSize).toBe(16 * cdiv(61_440 + 48 * 128 * 128 * 2, 16 * 4096));
     expect(kv(layout, { version: '0.16.0' }).blockSize).toBe(400);
   });
@@ -164,7 +186,8 @@ describe('Llama-4-Scout-17B-16E-Instruct (chunked local attention)', () => {
   it('0.28: chunked layers hold chunk + in flight; 0.12: the hybrid manager was off for chunked attention and every layer is full', () => {
     const L = 131072;
     const p = kv(layout, { maxModelLen: L, availableBytes: 40 * GIB });
-    // ChunkedLocalAttentionSpec.max_memory_usage_bytes: cdiv(min(8192 + 2 x 8192 in flight, L), 16) = 1536; 3 chunked groups of 12 + 1 full group
+    // ChunkedLocalAttentionSpec.max_memory_usage_bytes: cdiv(min(8192 + 2 x 8192 in flight, L), 16) = 1536; 3 chunked
+    // groups of 12 + 1 full group
     expect(p.blocksPerRequest).toBe(cdiv(L, 16) + 3 * cdiv(8192 + 2 * 8192, 16));
     // 8 KV heads x 2 x 128 x 2 B = 4096 a token; num_blocks = 40 GiB // (16 x 4096 x 12)
     expect(p.numBlocks).toBe(Math.floor((40 * GIB) / (16 * 4096 * 12)));
@@ -172,7 +195,9 @@ describe('Llama-4-Scout-17B-16E-Instruct (chunked local attention)', () => {
     expect(old.groups).toHaveLength(1);
     expect(old.blocksPerRequest).toBe(cdiv(L, 16));
     // 0.17 counts one batch in flight (before #47728)
-    expect(kv(layout, { maxModelLen: L, availableBytes: 40 * GIB, version: '0.17.0' }).blocksPerRequest).toBe(cdiv(L, 16) + 3 * cdiv(8192 + 8192, 16));
+    expect(kv(layout, { maxModelLen: L, availableBytes: 40 * GIB, version: '0.17.0' }).blocksPerRequest).toBe(
+      cdiv(L, 16) + 3 * cdiv(8192 + 8192, 16),
+    );
   });
 });
 
@@ -182,7 +207,8 @@ describe('DeepSeek MLA, and V3.2 sparse attention', () => {
     expect(layout.layers).toHaveLength(61);
     expect(layout.layers[0]!.map((c) => c.kind)).toEqual(['mla', 'indexer']);
     const p = kv(layout, { blockSize: 64 });
-    // MLAAttentionSpec: latent (512 + 64) x 2 B = 1152; DeepseekV32IndexerCache: 128 + 128 / 128 x 4 = 132 B (uint8); 61 layers
+    // MLAAttentionSpec: latent (512 + 64) x 2 B = 1152; DeepseekV32IndexerCache: 128 + 128 / 128 x 4 = 132 B (uint8);
+    // 61 layers
     expect(p.kvBytesPerToken).toBe(61 * (1152 + 132));
     expect(p.groups).toHaveLength(1);
     expect(p.numBlocks).toBe(Math.floor((10 * GIB) / (61 * (1152 + 132) * 64)));
@@ -201,15 +227,21 @@ describe('MiMo-V2-Flash (hybrid_layer_pattern with its own sliding heads, v_head
     const full = layout.layers.filter((l) => l[0]?.kind === 'attention' && !l[0].window);
     expect(full).toHaveLength(9);
     expect(full[0]![0]).toMatchObject({ kvHeads: 4, headSize: 192, headSizeV: 128 });
-    expect(layout.layers.filter((l) => l[0]?.kind === 'attention' && l[0].window === 128)[0]![0]).toMatchObject({ kvHeads: 8, headSize: 192, headSizeV: 128 });
+    expect(layout.layers.filter((l) => l[0]?.kind === 'attention' && l[0].window === 128)[0]![0]).toMatchObject({
+      kvHeads: 8,
+      headSize: 192,
+      headSizeV: 128,
+    });
     expect(layout.layers.some((l) => l[0]?.kind === 'attention' && l[0].chunk)).toBe(false);
   });
   it('full pages double their block to match the sliding page; windows hold window - 1 + in flight', () => {
     const p = kv(layout, { maxModelLen: 32768 });
-    // FullAttentionSpec with head_size_v: 4 x (192 + 128) x 2 B = 2560 a token; sliding: 8 x (192 + 128) x 2 = 5120 -> full block 16 x 2 = 32
+    // FullAttentionSpec with head_size_v: 4 x (192 + 128) x 2 B = 2560 a token; sliding: 8 x (192 + 128) x 2 = 5120 ->
+    // full block 16 x 2 = 32
     expect(p.pageBytes).toBe(5120 * 16);
     expect(p.groups.map((g) => [g.kind, g.blockSize, g.layers])).toContainEqual(['full', 32, 9]);
-    // group size 9 (39 >= 13.5): cdiv(39, 9) = 5 sliding groups; a request: cdiv(32768, 32) + 5 x (cdiv(min(127 + 16384, 32768), 16) + 1)
+    // group size 9 (39 >= 13.5): cdiv(39, 9) = 5 sliding groups; a request: cdiv(32768, 32) + 5 x (cdiv(min(127 +
+    // 16384, 32768), 16) + 1)
     expect(p.groups).toHaveLength(6);
     expect(p.blocksPerRequest).toBe(cdiv(32768, 32) + 5 * (cdiv(127 + 2 * 8192, 16) + 1));
   });
@@ -261,7 +293,8 @@ describe('mamba_cache_mode (models/config.py MambaModelConfig, platforms/interfa
     const L = 65536;
     const p = kv(nemotron, { maxModelLen: L, mambaCacheMode: 'all' });
     expect(p.mambaCacheMode).toBe('all');
-    // tokens a state takes: cdiv(16,900,096, 4096) = 4126; chunk = lcm(chunk_size 128, kernel alignment 16) = 128; 128 x cdiv(4126, 128) = 4224
+    // tokens a state takes: cdiv(16,900,096, 4096) = 4126; chunk = lcm(chunk_size 128, kernel alignment 16) = 128; 128
+    // x cdiv(4126, 128) = 4224
     expect(p.blockSize).toBe(128 * cdiv(cdiv(16_900_096, 4096), 128));
     expect(p.blockSize).toBe(4224);
     // MambaSpec.max_memory_usage_bytes in "all": cdiv(L, block) pages a request: 16 full + 6 Mamba groups x 16
@@ -281,11 +314,15 @@ describe('mamba_cache_mode (models/config.py MambaModelConfig, platforms/interfa
   it('an MLA + Mamba hybrid: the block aligned to 128 (the MLA decode kernels), the state padded to a FullAttentionSpec page of the latent', () => {
     const layout: Layout = {
       readFrom: 'test',
-      layers: [[{ kind: 'mla', headSize: 576, sparse: false }], [{ kind: 'mamba2', heads: 8, headDim: 64, groups: 1, stateSize: 128, convKernel: 4 }]],
+      layers: [
+        [{ kind: 'mla', headSize: 576, sparse: false }],
+        [{ kind: 'mamba2', heads: 8, headDim: 64, groups: 1, stateSize: 128, convKernel: 4 }],
+      ],
     };
     const p = kv(layout, { blockSize: 64 });
-    // attn_page_size_1_token: FullAttentionSpec(1 head of 576) = 2 x 576 x 2 B = 2304; Mamba 3 x (512 + 256) x 2 + 8 x 64 x 128 x 2 = 135,680
-    // alignment max(16, 64, 128) = 128: 128 x cdiv(135,680, 128 x 2304) = 128; the state padded to 128 x 2304
+    // attn_page_size_1_token: FullAttentionSpec(1 head of 576) = 2 x 576 x 2 B = 2304; Mamba 3 x (512 + 256) x 2 + 8 x
+    // 64 x 128 x 2 = 135,680 alignment max(16, 64, 128) = 128: 128 x cdiv(135,680, 128 x 2304) = 128; the state padded
+    // to 128 x 2304
     expect(p.blockSize).toBe(128);
     expect(p.pageBytes).toBe(128 * 2304);
     // the latent's own page (128 x 576 x 2 B) is half: unify_kv_cache_spec_page_size doubles its block
@@ -297,13 +334,19 @@ describe('mamba_cache_mode (models/config.py MambaModelConfig, platforms/interfa
 
 describe('KV cache dtypes and engine.extraArgs that change the KV cache', () => {
   const gpt = layoutOf(fixture('gpt-oss-120b'));
-  it.each(['nvfp4', 'int4_per_token_head', 'turboquant_4bit_nc'])('--kv-cache-dtype %s: not modelled (its own page layout), never priced as 1 byte', (d) => {
-    expect(() => kv(gpt, { kvCacheDtype: d })).toThrow(/not model/);
-  });
+  it.each(['nvfp4', 'int4_per_token_head', 'turboquant_4bit_nc'])(
+    '--kv-cache-dtype %s: not modelled (its own page layout), never priced as 1 byte',
+    (d) => {
+      expect(() => kv(gpt, { kvCacheDtype: d })).toThrow(/not model/);
+    },
+  );
   const base = { name: 'x', model: { id: 'x/y' } };
   const facts = parseModelConfig(fixture('nemotron-h-56b-base-8k'));
   it.each([
-    [['--speculative-config', '{"method":"mtp","num_speculative_tokens":1}'], 'engine.extraArgs[0] (--speculative-config)'],
+    [
+      ['--speculative-config', '{"method":"mtp","num_speculative_tokens":1}'],
+      'engine.extraArgs[0] (--speculative-config)',
+    ],
     [['--trust-remote-code', '--kv-cache-dtype=nvfp4'], 'engine.extraArgs[1] (--kv-cache-dtype)'],
     [['--num-gpu-blocks-override', '512'], 'engine.extraArgs[0] (--num-gpu-blocks-override)'],
     [['--mamba-ssm-cache-dtype', 'float16'], 'engine.extraArgs[0] (--mamba-ssm-cache-dtype)'],
@@ -317,18 +360,29 @@ describe('KV cache dtypes and engine.extraArgs that change the KV cache', () => 
     const q = parseModelConfig(fixture('qwen3.5-122b-a10b-nvfp4'));
     expect(q.kvCacheDtype).toBe('fp8_e4m3');
     const auto = planMemory(Profile.parse({ ...base, engine: { maxModelLen: 8192 } }), 141 * GIB, q);
-    const bf16 = planMemory(Profile.parse({ ...base, engine: { maxModelLen: 8192, kvCacheDtype: 'bfloat16' } }), 141 * GIB, q);
+    const bf16 = planMemory(
+      Profile.parse({ ...base, engine: { maxModelLen: 8192, kvCacheDtype: 'bfloat16' } }),
+      141 * GIB,
+      q,
+    );
     // 12 full layers x 2 KV heads x (256 + 256) x 1 B = 12,288; bfloat16 24,576
     expect(auto.kvBytesPerToken).toBe(12 * 2 * 512);
     expect(bf16.kvBytesPerToken).toBe(12 * 2 * 512 * 2);
-    expect(auto.notes.join('\n')).toMatch(/KV cache fp8_e4m3: --kv-cache-dtype auto takes the checkpoint's quantization_config kv_cache_scheme/);
-    // the hybrid block from an fp8 attention token (2 x 2 x 256 x 1 B = 1024): GDN conv 3 x (4096 + 8192) x 2 B (the model dtype) + 64 x 128 x 128 x 4 B
+    expect(auto.notes.join('\n')).toMatch(
+      /KV cache fp8_e4m3: --kv-cache-dtype auto takes the checkpoint's quantization_config kv_cache_scheme/,
+    );
+    // the hybrid block from an fp8 attention token (2 x 2 x 256 x 1 B = 1024): GDN conv 3 x (4096 + 8192) x 2 B (the
+    // model dtype) + 64 x 128 x 128 x 4 B
     expect(auto.blockSize).toBe(16 * cdiv(3 * 12_288 * 2 + 64 * 128 * 128 * 4, 16 * 1024));
     // a checkpoint without a KV scheme keeps the model dtype
     expect(parseModelConfig(fixture('gpt-oss-120b')).kvCacheDtype).toBeUndefined();
   });
   it('--mamba-cache-mode all in extraArgs is followed', () => {
-    const p = planMemory(Profile.parse({ ...base, engine: { extraArgs: ['--mamba-cache-mode', 'all'], maxModelLen: 8192 } }), 141 * GIB, facts);
+    const p = planMemory(
+      Profile.parse({ ...base, engine: { extraArgs: ['--mamba-cache-mode', 'all'], maxModelLen: 8192 } }),
+      141 * GIB,
+      facts,
+    );
     expect(p.notModelled).toBeNull();
     expect(p.blockSize).toBe(4224);
   });
@@ -337,14 +391,63 @@ describe('KV cache dtypes and engine.extraArgs that change the KV cache', () => 
 describe('what is not modelled is said, never guessed', () => {
   it.each([
     [{ model_type: 'jamba', num_hidden_layers: 4, num_attention_heads: 4, attn_layer_period: 8 }, 'attn_layer_period'],
-    [{ model_type: 'granitemoehybrid', num_hidden_layers: 2, num_attention_heads: 4, layer_types: ['mamba', 'attention'] }, 'model_type'],
-    [{ model_type: 'some_new_hybrid', num_hidden_layers: 2, num_attention_heads: 4, layer_types: ['mamba', 'attention'] }, 'layer_types'],
-    [{ model_type: 'whisper', num_hidden_layers: 2, num_attention_heads: 4, is_encoder_decoder: true }, 'is_encoder_decoder'],
-    [{ model_type: 'x', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128, layer_types: ['full_attention', 'bidirectional'] }, 'layer_types[1]'],
-    [{ model_type: 'nemotron_h', num_hidden_layers: 2, num_attention_heads: 4, hybrid_override_pattern: 'M*' }, 'mamba_num_heads'],
+    [
+      {
+        model_type: 'granitemoehybrid',
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        layer_types: ['mamba', 'attention'],
+      },
+      'model_type',
+    ],
+    [
+      {
+        model_type: 'some_new_hybrid',
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        layer_types: ['mamba', 'attention'],
+      },
+      'layer_types',
+    ],
+    [
+      { model_type: 'whisper', num_hidden_layers: 2, num_attention_heads: 4, is_encoder_decoder: true },
+      'is_encoder_decoder',
+    ],
+    [
+      {
+        model_type: 'x',
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        hidden_size: 128,
+        layer_types: ['full_attention', 'bidirectional'],
+      },
+      'layer_types[1]',
+    ],
+    [
+      { model_type: 'nemotron_h', num_hidden_layers: 2, num_attention_heads: 4, hybrid_override_pattern: 'M*' },
+      'mamba_num_heads',
+    ],
     // DeepSeek-V4 has kv_lora_rank too, but compresses and slides its MLA: not planned as V3's latent
-    [{ model_type: 'deepseek_v4', num_hidden_layers: 2, num_attention_heads: 4, kv_lora_rank: 512, qk_rope_head_dim: 64 }, 'model_type'],
-    [{ model_type: 'gemma3n_text', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128, num_kv_shared_layers: 1 }, 'num_kv_shared_layers'],
+    [
+      {
+        model_type: 'deepseek_v4',
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        kv_lora_rank: 512,
+        qk_rope_head_dim: 64,
+      },
+      'model_type',
+    ],
+    [
+      {
+        model_type: 'gemma3n_text',
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        hidden_size: 128,
+        num_kv_shared_layers: 1,
+      },
+      'num_kv_shared_layers',
+    ],
     // encoder-only (EncoderOnlyAttentionSpec: no KV cache at all): never planned as decoder attention
     [{ model_type: 'bert', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128 }, 'model_type'],
     [{ model_type: 'xlm-roberta', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128 }, 'model_type'],
@@ -352,7 +455,15 @@ describe('what is not modelled is said, never guessed', () => {
     expect(readLayout(cfg, 2)).toMatchObject({ notModelled: field });
   });
   it('the plan states no KV figure for it and names the field', () => {
-    const f = parseModelConfig({ model_type: 'jamba', num_hidden_layers: 4, num_attention_heads: 4, hidden_size: 64, vocab_size: 100, max_position_embeddings: 2048, attn_layer_period: 8 });
+    const f = parseModelConfig({
+      model_type: 'jamba',
+      num_hidden_layers: 4,
+      num_attention_heads: 4,
+      hidden_size: 64,
+      vocab_size: 100,
+      max_position_embeddings: 2048,
+      attn_layer_period: 8,
+    });
     const p = planMemory(Profile.parse({ name: 'x', model: { id: 'x/y' } }), 80 * GIB, f);
     expect(p.notModelled).toMatchObject({ field: 'attn_layer_period' });
     expect([p.kvTokens, p.maxConcurrency, p.fits]).toEqual([0, 0, false]);
@@ -361,9 +472,23 @@ describe('what is not modelled is said, never guessed', () => {
 
 describe('rules per version, and the pipeline split', () => {
   it('the rules that changed, by the version tables', () => {
-    expect(rulesFor('0.12.0')).toMatchObject({ chunkedKeepsHybridManager: false, tokensFromConcurrency: false, nemotronSsmDefault: 'auto' });
-    expect(rulesFor('0.17.0')).toMatchObject({ chunkedKeepsHybridManager: true, qwen35SsmDtype: true, nemotronSsmDefault: 'float16', hybridPrefixCachingDefault: false });
-    expect(rulesFor('0.25.0')).toMatchObject({ tokensFromConcurrency: true, inFlightByBatches: true, nemotronSsmDefault: 'float32', hybridPrefixCachingDefault: false });
+    expect(rulesFor('0.12.0')).toMatchObject({
+      chunkedKeepsHybridManager: false,
+      tokensFromConcurrency: false,
+      nemotronSsmDefault: 'auto',
+    });
+    expect(rulesFor('0.17.0')).toMatchObject({
+      chunkedKeepsHybridManager: true,
+      qwen35SsmDtype: true,
+      nemotronSsmDefault: 'float16',
+      hybridPrefixCachingDefault: false,
+    });
+    expect(rulesFor('0.25.0')).toMatchObject({
+      tokensFromConcurrency: true,
+      inFlightByBatches: true,
+      nemotronSsmDefault: 'float32',
+      hybridPrefixCachingDefault: false,
+    });
     expect(rulesFor('0.27.2.dev0+g6adad0876')).toMatchObject({ hybridPrefixCachingDefault: true });
   });
   it('get_pp_indices: the remainder goes to the stages before the last', () => {
@@ -386,6 +511,8 @@ describe('config.json as Python reads it', () => {
   it('a layer count of NaN or Infinity is refused naming the field, not read', () => {
     const base = fixture('qwen3-gqa');
     expect(() => parseModelConfig({ ...base, num_hidden_layers: Number.NaN })).toThrow(/num_hidden_layers/);
-    expect(() => parseModelConfig({ ...base, num_hidden_layers: Number.POSITIVE_INFINITY })).toThrow(/num_hidden_layers/);
+    expect(() => parseModelConfig({ ...base, num_hidden_layers: Number.POSITIVE_INFINITY })).toThrow(
+      /num_hidden_layers/,
+    );
   });
 });

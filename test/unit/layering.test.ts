@@ -10,7 +10,15 @@ import { importsOfSource, importGraph, arrowsUp, importCircles } from '../../scr
 import { STOREYS, SIDEWAYS, roomOf, storeyOf, mayImport } from '../../scripts/lib/floors.mjs';
 
 const SRC = new URL('../../src/', import.meta.url).pathname;
-type Edge = { from: string; to: string; fromRoom: string; toRoom: string; line: number; typeOnly: boolean; dynamic: boolean };
+type Edge = {
+  from: string;
+  to: string;
+  fromRoom: string;
+  toRoom: string;
+  line: number;
+  typeOnly: boolean;
+  dynamic: boolean;
+};
 
 /**
  * Arrows up that were in the house when the table was written, each to be fixed (the list only
@@ -37,7 +45,11 @@ describe('the import scanner', () => {
       `const s = "import x from '../engine/not-an-import.js'";`,
     ].join('\n');
     const sf = ts.createSourceFile('x.ts', text, ts.ScriptTarget.Latest, true);
-    const got = importsOfSource(sf).map((i: { spec: string; typeOnly: boolean; dynamic: boolean }) => [i.spec, i.typeOnly, i.dynamic]);
+    const got = importsOfSource(sf).map((i: { spec: string; typeOnly: boolean; dynamic: boolean }) => [
+      i.spec,
+      i.typeOnly,
+      i.dynamic,
+    ]);
     expect(got).toEqual([
       ['../engine/x.js', false, false],
       ['../engine/y.js', true, false],
@@ -88,7 +100,9 @@ describe('the floor table', () => {
   });
 
   it('has no pair of rooms allowed to import each other sideways', () => {
-    const pairs = Object.entries(SIDEWAYS as Record<string, string[]>).flatMap(([a, bs]) => bs.filter((b) => (SIDEWAYS[b] ?? []).includes(a)).map((b) => `${a} <-> ${b}`));
+    const pairs = Object.entries(SIDEWAYS as Record<string, string[]>).flatMap(([a, bs]) =>
+      bs.filter((b) => (SIDEWAYS[b] ?? []).includes(a)).map((b) => `${a} <-> ${b}`),
+    );
     expect(pairs).toEqual([]);
   });
 });
@@ -100,7 +114,10 @@ describe('the house keeps to its floors', () => {
   it('no import runs up the floors or sideways, but the known ones being fixed', () => {
     const fresh = up
       .filter((e) => !KNOWN_ARROWS_UP.includes(`${e.from} -> ${e.to}`))
-      .map((e) => `src/${e.from}:${e.line} (${e.fromRoom}) imports src/${e.to} (${e.toRoom}): not allowed by scripts/lib/floors.mjs (docs/development.md, House rules)`);
+      .map(
+        (e) =>
+          `src/${e.from}:${e.line} (${e.fromRoom}) imports src/${e.to} (${e.toRoom}): not allowed by scripts/lib/floors.mjs (docs/development.md, House rules)`,
+      );
     expect(fresh).toEqual([]);
   });
 
@@ -109,7 +126,12 @@ describe('the house keeps to its floors', () => {
   });
 
   it("nothing outside src/cli.ts and src/verbs/ imports a verb, and src/cli.ts only a verb's flags", () => {
-    const bad = edges.filter((e) => e.toRoom.startsWith('verbs') && !e.fromRoom.startsWith('verbs') && !(e.from === 'cli.ts' && /^verbs\/([^/]+\/flags|define)\.ts$/.test(e.to)));
+    const bad = edges.filter(
+      (e) =>
+        e.toRoom.startsWith('verbs') &&
+        !e.fromRoom.startsWith('verbs') &&
+        !(e.from === 'cli.ts' && /^verbs\/([^/]+\/flags|define)\.ts$/.test(e.to)),
+    );
     expect(bad.map((e) => `src/${e.from}:${e.line} imports src/${e.to}`)).toEqual([]);
   });
 

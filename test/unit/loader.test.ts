@@ -10,15 +10,37 @@ const tmp = tempDir('sparkctl-loader-');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('chooseLoader', () => {
-  const base = { pinned: 'auto', installed: [] as string[] | undefined, gpu: true, packagesUnread: HOST_TRAITS.packagesUnread, extraArgs: [] as string[], engine: 'vllm' as const };
+  const base = {
+    pinned: 'auto',
+    installed: [] as string[] | undefined,
+    gpu: true,
+    packagesUnread: HOST_TRAITS.packagesUnread,
+    extraArgs: [] as string[],
+    engine: 'vllm' as const,
+  };
   it.each([
-    ['fastsafetensors installed on a GPU build: chosen', { installed: ['fastsafetensors'] }, 'fastsafetensors', /fastsafetensors \(installed/],
-    ['installed on a CPU build: vLLM default, said', { installed: ['fastsafetensors'], gpu: false }, undefined, /CPU build/],
+    [
+      'fastsafetensors installed on a GPU build: chosen',
+      { installed: ['fastsafetensors'] },
+      'fastsafetensors',
+      /fastsafetensors \(installed/,
+    ],
+    [
+      'installed on a CPU build: vLLM default, said',
+      { installed: ['fastsafetensors'], gpu: false },
+      undefined,
+      /CPU build/,
+    ],
     ['nothing installed: the default, and what is not there', {}, undefined, /none of fastsafetensors/],
     ['packages unreadable: the default, said', { installed: undefined }, undefined, /could not be read/],
     ['runai only: never auto-chosen', { installed: ['runai_streamer'] }, undefined, /installed: runai_streamer/],
     ['pinned: rendered whatever is installed', { pinned: 'runai_streamer' }, 'runai_streamer', /pins it/],
-    ['extraArgs carries one: left to it', { pinned: 'fastsafetensors', extraArgs: ['--load-format=dummy'] }, undefined, /extraArgs/],
+    [
+      'extraArgs carries one: left to it',
+      { pinned: 'fastsafetensors', extraArgs: ['--load-format=dummy'] },
+      undefined,
+      /extraArgs/,
+    ],
     // the runtime says why its packages are not read (a container: the image's), and the loader says so
     [
       'a container: the image is not read',

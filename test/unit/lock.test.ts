@@ -39,7 +39,9 @@ async function deadPid(): Promise<number> {
 }
 
 describe('registry lock', () => {
-  it('6 concurrent takers of a lock left by a dead pid never overlap (8 trials, 5 crashed holders each)', { timeout: 240_000 }, async () => {
+  it('6 concurrent takers of a lock left by a dead pid never overlap (8 trials, 5 crashed holders each)', {
+    timeout: 240_000,
+  }, async () => {
     const scriptDir = tempDir('sparkctl-lock-script-');
     const script = join(scriptDir, 'taker.mjs');
     writeFileSync(script, TAKER);
@@ -53,7 +55,14 @@ describe('registry lock', () => {
           writeFileSync(join(state, 'lock'), dead);
           // All start together: each waits for the same wall-clock instant after loading.
           const go = Date.now() + 1500;
-          const runs = await Promise.all(Array.from({ length: takers }, () => execa(process.execPath, [script, state, String(go), dead, String(rounds)], { reject: false, timeout: 120_000 })));
+          const runs = await Promise.all(
+            Array.from({ length: takers }, () =>
+              execa(process.execPath, [script, state, String(go), dead, String(rounds)], {
+                reject: false,
+                timeout: 120_000,
+              }),
+            ),
+          );
           for (const r of runs) expect(r.exitCode, r.stderr).toBe(0);
           const log = readFileSync(join(state, 'log'), 'utf8').trim().split(' ');
           expect(log, `trial ${trial}`).toEqual(Array(takers * rounds).fill('ok'));

@@ -11,7 +11,8 @@ import { createMetrics } from '../../src/sim/engine.js';
 const versionsWith = (name: string) => VLLM_FACTS.filter((t) => t.metrics[name]).map((t) => t.version);
 /** a histogram's series (_sum, _count, _bucket) belong to its family */
 const family = (name: string) => {
-  for (const suf of ['_sum', '_count', '_bucket']) if (name.endsWith(suf) && versionsWith(name.slice(0, -suf.length)).length) return name.slice(0, -suf.length);
+  for (const suf of ['_sum', '_count', '_bucket'])
+    if (name.endsWith(suf) && versionsWith(name.slice(0, -suf.length)).length) return name.slice(0, -suf.length);
   return name;
 };
 
@@ -37,7 +38,8 @@ describe('vLLM metric names', () => {
   it('every vllm: name in the source is a family some vLLM version registers', () => {
     const bad: string[] = [];
     for (const f of sources(join(import.meta.dirname, '..', '..', 'src'))) {
-      for (const m of readFileSync(f, 'utf8').matchAll(/'(vllm:[a-z_:]+)'/g)) if (!versionsWith(family(m[1]!)).length) bad.push(`${f.split('/src/')[1]}: ${m[1]}`);
+      for (const m of readFileSync(f, 'utf8').matchAll(/'(vllm:[a-z_:]+)'/g))
+        if (!versionsWith(family(m[1]!)).length) bad.push(`${f.split('/src/')[1]}: ${m[1]}`);
     }
     expect(bad).toEqual([]);
   });
@@ -45,7 +47,11 @@ describe('vLLM metric names', () => {
   it('the simulator exposes families of its default version (0.17.0) with their kinds and labels', async () => {
     const m = await createMetrics('m');
     const table = metricsOf('0.17.0');
-    const got = m.registry.getMetricsAsArray() as unknown as Array<{ name: string; labelNames: string[]; constructor: { name: string } }>;
+    const got = m.registry.getMetricsAsArray() as unknown as Array<{
+      name: string;
+      labelNames: string[];
+      constructor: { name: string };
+    }>;
     expect(got.length).toBeGreaterThan(5);
     for (const x of got) {
       expect(table[x.name], x.name).toBeDefined();
@@ -68,8 +74,16 @@ describe('vLLM metric names', () => {
     expect(parseVllmMetrics(text).kvCacheUsage).toBeUndefined();
   });
   it.each([
-    ['a label value holding } and spaces, and a timestamp', 'vllm:num_requests_running{model_name="a } b",engine="0"} 2 1700000000000\n', { running: 2 }],
-    ['samples of one name summed across label sets', 'vllm:num_requests_waiting{engine="0"} 2\nvllm:num_requests_waiting{engine="1"} 3\n', { waiting: 5 }],
+    [
+      'a label value holding } and spaces, and a timestamp',
+      'vllm:num_requests_running{model_name="a } b",engine="0"} 2 1700000000000\n',
+      { running: 2 },
+    ],
+    [
+      'samples of one name summed across label sets',
+      'vllm:num_requests_waiting{engine="0"} 2\nvllm:num_requests_waiting{engine="1"} 3\n',
+      { waiting: 5 },
+    ],
   ])('reads %s', (_n, text, want) => {
     expect(parseVllmMetrics(text)).toMatchObject(want);
   });

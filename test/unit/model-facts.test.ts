@@ -41,17 +41,17 @@ describe('parseModelConfig: each architecture family vLLM tells apart', () => {
     ['llama-3.1-8b', 'gqa', 32, 32, 0, 0, 32, 8, 128, 131072],
   ] as const)('%s', (name, attention, layers, full, sliding, linear, heads, kv, hd, ctx) => {
     const f = facts(name);
-    expect([f.attention, f.layers, f.kvLayers, f.slidingLayers, f.linearLayers, f.attentionHeads, f.kvHeads, f.headDim, f.maxContext]).toEqual([
-      attention,
-      layers,
-      full,
-      sliding,
-      linear,
-      heads,
-      kv,
-      hd,
-      ctx,
-    ]);
+    expect([
+      f.attention,
+      f.layers,
+      f.kvLayers,
+      f.slidingLayers,
+      f.linearLayers,
+      f.attentionHeads,
+      f.kvHeads,
+      f.headDim,
+      f.maxContext,
+    ]).toEqual([attention, layers, full, sliding, linear, heads, kv, hd, ctx]);
   });
 
   it('MoE: the experts are counted in the parameters (8 experts weigh more than one dense MLP)', () => {
@@ -88,7 +88,10 @@ describe('parseModelConfig: each architecture family vLLM tells apart', () => {
   it('quantization_config and the safetensors index size', () => {
     expect(facts('qwen3-fp8').quantization).toBe('fp8');
     expect(facts('gpt-oss-sliding').quantization).toBe('mxfp4');
-    const f = parseModelConfig(cfg('llama-3.1-8b'), JSON.parse(readFileSync(join(FIX, 'llama-3.1-8b', 'model.safetensors.index.json'), 'utf8')));
+    const f = parseModelConfig(
+      cfg('llama-3.1-8b'),
+      JSON.parse(readFileSync(join(FIX, 'llama-3.1-8b', 'model.safetensors.index.json'), 'utf8')),
+    );
     expect(f.weightBytes).toBe(16_060_522_496);
     // Llama-3.1-8B has 8.03e9 parameters: the count from the shapes lands within 1 %
     expect(Math.abs(f.parameters - 8.03e9) / 8.03e9).toBeLessThan(0.01);
@@ -114,13 +117,20 @@ describe('readModel: a folder or the Hugging Face cache, offline', () => {
   };
 
   it('the cache roots in huggingface_hub order', () => {
-    expect(hfCacheRoots({ HF_HUB_CACHE: '/a', HF_HOME: '/h', HOME: '/home/u' })).toEqual(['/a', '/h/hub', '/home/u/.cache/huggingface/hub']);
+    expect(hfCacheRoots({ HF_HUB_CACHE: '/a', HF_HOME: '/h', HOME: '/home/u' })).toEqual([
+      '/a',
+      '/h/hub',
+      '/home/u/.cache/huggingface/hub',
+    ]);
     expect(hfCacheRoots({ HOME: '/home/u' })).toEqual(['/home/u/.cache/huggingface/hub']);
   });
 
   it.each(['HF_HUB_CACHE', 'HF_HOME'])('model.id through refs/main -> snapshots/<commit>/ (%s)', async (v) => {
     const root = cache();
-    const env = v === 'HF_HUB_CACHE' ? { HF_HUB_CACHE: root, HOME: '/nonexistent' } : { HF_HOME: join(root, '..'), HOME: '/nonexistent' };
+    const env =
+      v === 'HF_HUB_CACHE'
+        ? { HF_HUB_CACHE: root, HOME: '/nonexistent' }
+        : { HF_HOME: join(root, '..'), HOME: '/nonexistent' };
     const r = await readModel({ ...fsReader, env: () => env }, { id: 'Org/Tiny' });
     expect(r.file).toBe(join(root, hubFolder('Org/Tiny'), 'snapshots', 'abc1234def', 'config.json'));
     expect(r.facts?.kvHeads).toBe(2);
@@ -130,7 +140,10 @@ describe('readModel: a folder or the Hugging Face cache, offline', () => {
   it('a refs/main that is not a commit does not walk out of snapshots/', async () => {
     const root = cache();
     writeFileSync(join(root, hubFolder('Org/Tiny'), 'refs', 'main'), '../../../etc');
-    const r = await readModel({ ...fsReader, env: () => ({ HF_HUB_CACHE: root, HOME: '/nonexistent' }) }, { id: 'Org/Tiny' });
+    const r = await readModel(
+      { ...fsReader, env: () => ({ HF_HUB_CACHE: root, HOME: '/nonexistent' }) },
+      { id: 'Org/Tiny' },
+    );
     expect(r.facts).toBeUndefined();
   });
 
@@ -143,7 +156,11 @@ describe('readModel: a folder or the Hugging Face cache, offline', () => {
 
   it('a read that hangs ends at the deadline', async () => {
     const t0 = Date.now();
-    const r = await readModel({ readFile: () => new Promise(() => {}), env: () => ({}) }, { path: '/x' }, { timeoutMs: 100 });
+    const r = await readModel(
+      { readFile: () => new Promise(() => {}), env: () => ({}) },
+      { path: '/x' },
+      { timeoutMs: 100 },
+    );
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(r.error).toMatch(/no answer within 100 ms/);
   });
@@ -153,13 +170,23 @@ describe('resolveModelFacts: the profile overrides the file, with a warning', ()
   const read = { facts: facts('qwen3-gqa'), file: '/m/config.json', dir: '/m', searched: [] };
   it('a differing fact: the warning names field, both values and the file; the profile wins', () => {
     const { model, problems } = resolveModelFacts({ kvHeads: 4, layers: 2 }, read, { id: 'x/y', name: 'y' });
-    expect(problems).toEqual([expect.objectContaining({ path: 'model.kvHeads', severity: 'warning', message: expect.stringMatching(/profile says 4, \/m\/config\.json says 2/) })]);
+    expect(problems).toEqual([
+      expect.objectContaining({
+        path: 'model.kvHeads',
+        severity: 'warning',
+        message: expect.stringMatching(/profile says 4, \/m\/config\.json says 2/),
+      }),
+    ]);
     expect(model!.facts.kvHeads).toBe(4);
     expect(model!.sources.kvHeads).toBe('profile');
     expect(model!.sources.layers).toBe('config');
   });
   it('no file: the profile facts, and the plan says so', () => {
-    const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, { id: 'x/y', name: 'y' });
+    const { model } = resolveModelFacts(
+      { parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 },
+      { searched: ['/c/refs/main'] },
+      { id: 'x/y', name: 'y' },
+    );
     expect(model!.note).toMatch(/from the profile \(no config.json on this host \(looked at \/c\/refs\/main\)\)/);
   });
   it('neither: an error with the sparkctl pull fix', () => {
@@ -189,7 +216,10 @@ describe('vLLM versions: PEP 440, the table at or below, pinned vs installed', (
     expect(decideVersion('auto', inst)).toMatchObject({ version: inst.version, how: 'installed', table: '0.25.0' });
     expect(decideVersion('0.17.0', inst)).toMatchObject({ version: '0.17.0', how: 'pinned', mismatch: true });
     expect(decideVersion('0.27.2', inst).mismatch).toBe(false);
-    expect(decideVersion('auto', { bin: 'vllm', why: 'not on PATH' })).toMatchObject({ how: 'unknown', version: '0.28.0' });
+    expect(decideVersion('auto', { bin: 'vllm', why: 'not on PATH' })).toMatchObject({
+      how: 'unknown',
+      version: '0.28.0',
+    });
   });
 
   it('reads vllm-*.dist-info beside the interpreter, and caches by path and mtime', async () => {
@@ -201,20 +231,37 @@ describe('vLLM versions: PEP 440, the table at or below, pinned vs installed', (
     writeFileSync(join(root, 'bin', 'vllm'), `#!${join(root, 'bin', 'python')}\nimport sys\n`);
     // under a folder that does not exist yet, as <state>/cache/ on a fresh state folder
     const cacheFile = join(root, 'state', 'cache', 'vllm-versions.json');
-    expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({ version: '0.10.1rc1', source: 'dist-info' });
-    expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({ version: '0.10.1rc1', source: 'cache' });
+    expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({
+      version: '0.10.1rc1',
+      source: 'dist-info',
+    });
+    expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({
+      version: '0.10.1rc1',
+      source: 'cache',
+    });
     // a hostile entry on disk is not a version
     writeFileSync(cacheFile, JSON.stringify({ [join(root, 'bin', 'vllm')]: { mtimeMs: 'x', version: 1 } }));
-    expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({ version: '0.10.1rc1', source: 'dist-info' });
+    expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({
+      version: '0.10.1rc1',
+      source: 'dist-info',
+    });
   });
 });
 
 describe('profileForModel: TP, replicas, context and name for a model without a profile', () => {
-  const f = parseModelConfig(cfg('llama-3.1-8b'), JSON.parse(readFileSync(join(FIX, 'llama-3.1-8b', 'model.safetensors.index.json'), 'utf8')));
+  const f = parseModelConfig(
+    cfg('llama-3.1-8b'),
+    JSON.parse(readFileSync(join(FIX, 'llama-3.1-8b', 'model.safetensors.index.json'), 'utf8')),
+  );
   const host = (gpus: number, gib: number) => ({ gpus, gpusSource: 'detected' as const, gpuMemoryBytes: gib * GIB });
   it('an 8B on 1 x 141 GiB: TP 1, one replica, the whole context', () => {
     const { profile } = profileForModel({ id: 'meta-llama/Llama-3.1-8B' }, f, host(1, 141));
-    expect([profile.parallel.tensor, profile.parallel.replicas, profile.engine.maxModelLen, profile.model.servedName]).toEqual([1, 1, 131072, 'Llama-3.1-8B']);
+    expect([
+      profile.parallel.tensor,
+      profile.parallel.replicas,
+      profile.engine.maxModelLen,
+      profile.model.servedName,
+    ]).toEqual([1, 1, 131072, 'Llama-3.1-8B']);
   });
   it('on 8 x 16 GiB: the weights need TP 2; 4 replicas fill the GPUs; the context is capped to what the KV cache holds', () => {
     const { profile } = profileForModel({ id: 'meta-llama/Llama-3.1-8B' }, f, host(8, 16));
@@ -227,12 +274,21 @@ describe('profileForModel: TP, replicas, context and name for a model without a 
 
 describe("planMemory: vLLM 0.27's KV-cache numbers (kv_cache_utils.py) for a fixed 4 MiB cache, block 128 (CPU)", () => {
   const at = (name: string, sets: Record<string, unknown> = {}) =>
-    planMemory(Profile.parse({ name: 'x', model: { id: 'x/y' }, engine: { maxModelLen: 512, kvCacheMemoryBytes: 4 * 1024 * 1024, blockSize: 128, ...sets } }), 80 * GIB, facts(name));
+    planMemory(
+      Profile.parse({
+        name: 'x',
+        model: { id: 'x/y' },
+        engine: { maxModelLen: 512, kvCacheMemoryBytes: 4 * 1024 * 1024, blockSize: 128, ...sets },
+      }),
+      80 * GIB,
+      facts(name),
+    );
   // Logged by the real CPU vLLM for the tiny models of test/real-vllm/make_tiny_models.py (same shapes)
   it.each([
     ['qwen3-gqa', 8192, '16.00'],
     ['qwen3-moe', 8192, '16.00'],
-    // 1 full + 5 sliding layers: 6 groups of 1 layer; a request takes 4 blocks of the full group and 5 of each sliding one
+    // 1 full + 5 sliding layers: 6 groups of 1 layer; a request takes 4 blocks of the full group and 5 of each sliding
+    // one
     ['gemma3-sliding', 2259, '4.41'],
   ])('%s: %i tokens, %sx', (name, tokens, conc) => {
     const p = at(name);
@@ -241,10 +297,24 @@ describe("planMemory: vLLM 0.27's KV-cache numbers (kv_cache_utils.py) for a fix
   });
   it('hybrid linear attention: a state page larger than the attention page grows the block (vLLM aligns the page sizes)', () => {
     // Qwen3.5-9B's Gated DeltaNet shape: 16 key heads, 32 value heads, head dims 128, conv kernel 4
-    const raw = { ...cfg('qwen3-next-hybrid'), linear_num_key_heads: 16, linear_num_value_heads: 32, linear_key_head_dim: 128, linear_value_head_dim: 128 };
+    const raw = {
+      ...cfg('qwen3-next-hybrid'),
+      linear_num_key_heads: 16,
+      linear_num_value_heads: 32,
+      linear_key_head_dim: 128,
+      linear_value_head_dim: 128,
+    };
     const f = parseModelConfig(raw);
     expect(f.linearStateBytes! / f.linearLayers).toBe((3 * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128) * 2);
-    const p = planMemory(Profile.parse({ name: 'x', model: { id: 'x/y' }, engine: { maxModelLen: 512, kvCacheMemoryBytes: 64 * 1024 ** 2, blockSize: 16 } }), 80 * GIB, f);
+    const p = planMemory(
+      Profile.parse({
+        name: 'x',
+        model: { id: 'x/y' },
+        engine: { maxModelLen: 512, kvCacheMemoryBytes: 64 * 1024 ** 2, blockSize: 16 },
+      }),
+      80 * GIB,
+      f,
+    );
     // the attention page (2 KV heads x 32 x 2 B x 2 per token) grows to hold one layer's state
     expect(p.blockSize).toBe(Math.ceil(Math.ceil(1_097_728 / 256) / 16) * 16);
     // vLLM >= 0.26 turns prefix caching on for hybrids: mamba_cache_mode "align" keeps two states a request,
@@ -269,7 +339,10 @@ describe('a hostile config.json', () => {
   });
   it('a config.json of many MiB is not parsed', async () => {
     const big = `{"pad": "${'x'.repeat(5 * 1024 * 1024)}"}`;
-    const r = await readModel({ readFile: async (p) => (p.endsWith('config.json') ? big : null), env: () => ({}) }, { path: '/m' });
+    const r = await readModel(
+      { readFile: async (p) => (p.endsWith('config.json') ? big : null), env: () => ({}) },
+      { path: '/m' },
+    );
     expect(r.error).toMatch(/is not a model config/);
     expect(r.facts).toBeUndefined();
   });

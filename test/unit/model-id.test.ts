@@ -6,8 +6,28 @@ import { describe, it, expect } from 'vitest';
 import { isModelId, ModelBlock } from '../../src/profiles/schema.js';
 import { runMain } from '../helpers.js';
 
-const GOOD = ['Qwen/Qwen3.5-9B', 'gpt2', 'meta-llama/Llama-3.1-8B-Instruct', 'hf-internal-testing/tiny-random-LlamaForCausalLM', 'org_1/m.v2', '/models/qwen3-200b'];
-const BAD = ['--trust-remote-code', '--model=other/model', '-x', 'a/b/c', 'org--x/y', 'org/x..y', 'org/x.git', 'Qwen/Qwen3.5-9B ', 'org/', 'has space/x', 'org/na=me', 'x'.repeat(97)];
+const GOOD = [
+  'Qwen/Qwen3.5-9B',
+  'gpt2',
+  'meta-llama/Llama-3.1-8B-Instruct',
+  'hf-internal-testing/tiny-random-LlamaForCausalLM',
+  'org_1/m.v2',
+  '/models/qwen3-200b',
+];
+const BAD = [
+  '--trust-remote-code',
+  '--model=other/model',
+  '-x',
+  'a/b/c',
+  'org--x/y',
+  'org/x..y',
+  'org/x.git',
+  'Qwen/Qwen3.5-9B ',
+  'org/',
+  'has space/x',
+  'org/na=me',
+  'x'.repeat(97),
+];
 
 describe('model.id: a repo id or a path, never a flag', () => {
   it.each(GOOD)('%s is a model id', (id) => {
@@ -27,7 +47,15 @@ describe('model.id: a repo id or a path, never a flag', () => {
   });
   it('serve --dry-run with --set model.id=--trust-remote-code: exit 2 naming the field, nothing rendered', async () => {
     for (const id of ['--trust-remote-code', '--model=other/model']) {
-      const r = await runMain(['serve', 'qwen3.5-9b', '--dry-run', '--set', `model.id=${id}`, '--platform', 'dgx-h200']);
+      const r = await runMain([
+        'serve',
+        'qwen3.5-9b',
+        '--dry-run',
+        '--set',
+        `model.id=${id}`,
+        '--platform',
+        'dgx-h200',
+      ]);
       expect(r.exitCode, r.stderr).toBe(2);
       expect(r.stderr).toContain('model.id');
       expect(r.stdout).not.toContain(id);

@@ -21,7 +21,9 @@ describe('pickModelPort', () => {
   it('says why: free at 8000, or which ports were passed over and by whom', () => {
     expect(pickModelPort(1, held())!.why).toMatch(/^port 8000: free/);
     const w = pickModelPort(2, held(8000, 8001))!.why;
-    expect(w).toMatch(/^port 8002-8003: the first free from 8000 up; passed over: 8000 held by x-8000; 8001 held by x-8001;/);
+    expect(w).toMatch(
+      /^port 8002-8003: the first free from 8000 up; passed over: 8000 held by x-8000; 8001 held by x-8001;/,
+    );
     expect(w).toContain('--set server.port=N');
   });
 

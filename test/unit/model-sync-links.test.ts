@@ -4,7 +4,16 @@
 // a link points, and says which path refused it. The same script runs on a node (test/e2e/pull-nodes-links).
 import { describe, it, expect } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync, symlinkSync, readdirSync, readFileSync, existsSync, lstatSync, readlinkSync } from 'node:fs';
+import {
+  mkdirSync,
+  writeFileSync,
+  symlinkSync,
+  readdirSync,
+  readFileSync,
+  existsSync,
+  lstatSync,
+  readlinkSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { placeCommand, stageCommand, parseStaging } from '../../src/engine/cluster/model-sync.js';
 import { tempDirs } from '../helpers.js';
@@ -12,9 +21,17 @@ import { tempDirs } from '../helpers.js';
 const fresh = tempDirs('sparkctl-synclinks-');
 const C = 'c'.repeat(40);
 const B = 'b'.repeat(64);
-const PATHS = [`blobs/${B}`, `snapshots/${C}/config.json`, `snapshots/${C}/sub dir/it's $(x).json`, 'refs/main', `trees/${C}.json`];
+const PATHS = [
+  `blobs/${B}`,
+  `snapshots/${C}/config.json`,
+  `snapshots/${C}/sub dir/it's $(x).json`,
+  'refs/main',
+  `trees/${C}.json`,
+];
 
-/** A cache root with the repository folder, a staging folder holding what a copy brings, and a victim folder outside. */
+/**
+ * A cache root with the repository folder, a staging folder holding what a copy brings, and a victim folder outside.
+ */
 function setup() {
   const d = fresh();
   const root = join(d, 'hub');
@@ -39,7 +56,11 @@ function stage(R: string): string {
 }
 
 const place = (R: string, S: string) => spawnSync('sh', ['-c', placeCommand(R, S, PATHS)], { encoding: 'utf8' });
-const snapshot = (dir: string) => readdirSync(dir).map((f) => `${f}:${lstatSync(join(dir, f)).isSymbolicLink() ? `->${readlinkSync(join(dir, f))}` : readFileSync(join(dir, f), 'utf8')}`);
+const snapshot = (dir: string) =>
+  readdirSync(dir).map(
+    (f) =>
+      `${f}:${lstatSync(join(dir, f)).isSymbolicLink() ? `->${readlinkSync(join(dir, f))}` : readFileSync(join(dir, f), 'utf8')}`,
+  );
 
 describe('placing a copy on a node: every folder on the way checked, nothing written through a link', () => {
   it('a clean cache: every file lands, blobs first, and the staging folder is gone', () => {
@@ -60,16 +81,39 @@ describe('placing a copy on a node: every folder on the way checked, nothing wri
       (x) => (mkdirSync(join(x.R, 'snapshots'), { recursive: true }), symlinkSync(x.victim, join(x.R, 'snapshots', C))),
       /snapshots\/c+ is a symbolic link/,
     ],
-    ['snapshots/ a link', (x) => (mkdirSync(x.R, { recursive: true }), symlinkSync(x.victim, join(x.R, 'snapshots'))), /snapshots is a symbolic link/],
-    ['refs/ a link', (x) => (mkdirSync(x.R, { recursive: true }), symlinkSync(x.victim, join(x.R, 'refs'))), /refs is a symbolic link/],
-    ['trees/ a link', (x) => (mkdirSync(x.R, { recursive: true }), symlinkSync(x.victim, join(x.R, 'trees'))), /trees is a symbolic link/],
+    [
+      'snapshots/ a link',
+      (x) => (mkdirSync(x.R, { recursive: true }), symlinkSync(x.victim, join(x.R, 'snapshots'))),
+      /snapshots is a symbolic link/,
+    ],
+    [
+      'refs/ a link',
+      (x) => (mkdirSync(x.R, { recursive: true }), symlinkSync(x.victim, join(x.R, 'refs'))),
+      /refs is a symbolic link/,
+    ],
+    [
+      'trees/ a link',
+      (x) => (mkdirSync(x.R, { recursive: true }), symlinkSync(x.victim, join(x.R, 'trees'))),
+      /trees is a symbolic link/,
+    ],
     [
       'a sub-folder of the snapshot a link',
-      (x) => (mkdirSync(join(x.R, 'snapshots', C), { recursive: true }), symlinkSync(x.victim, join(x.R, 'snapshots', C, 'sub dir'))),
+      (x) => (
+        mkdirSync(join(x.R, 'snapshots', C), { recursive: true }),
+        symlinkSync(x.victim, join(x.R, 'snapshots', C, 'sub dir'))
+      ),
       /sub dir is a symbolic link/,
     ],
-    ['snapshots/ a file', (x) => (mkdirSync(x.R, { recursive: true }), writeFileSync(join(x.R, 'snapshots'), 'x')), /snapshots is not a folder/],
-    ['a blob name that is a folder', (x) => mkdirSync(join(x.R, 'blobs', B), { recursive: true }), /is a folder where a file belongs/],
+    [
+      'snapshots/ a file',
+      (x) => (mkdirSync(x.R, { recursive: true }), writeFileSync(join(x.R, 'snapshots'), 'x')),
+      /snapshots is not a folder/,
+    ],
+    [
+      'a blob name that is a folder',
+      (x) => mkdirSync(join(x.R, 'blobs', B), { recursive: true }),
+      /is a folder where a file belongs/,
+    ],
   ];
   it.each(plants)('%s: refused with the path, the victim untouched', (_what, plant, why) => {
     const x = setup();
@@ -118,7 +162,9 @@ describe('placing a copy on a node: every folder on the way checked, nothing wri
   it('a hostile path in the list runs nothing (every value one quoted word)', () => {
     const x = setup();
     const S = stage(x.R);
-    const r = spawnSync('sh', ['-c', placeCommand(x.R, S, [`refs/x$(touch ${join(x.d, 'PWNED')})`])], { encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', placeCommand(x.R, S, [`refs/x$(touch ${join(x.d, 'PWNED')})`])], {
+      encoding: 'utf8',
+    });
     expect(r.stderr).toContain('could not move');
     expect(existsSync(join(x.d, 'PWNED'))).toBe(false);
   });

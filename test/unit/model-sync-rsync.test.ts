@@ -24,31 +24,34 @@ describe('rsync argv for the model copy', () => {
     expect(argv.slice(-3)).toEqual(['--', `${dir}/`, `root@10.0.0.10:${dir}/`]);
   });
 
-  it.skipIf(!hasRsync)('copies into a folder named with spaces, quotes, $() and ; without running any of it (real rsync)', () => {
-    const pwned = join(root, 'PWNED');
-    const src = join(root, `src dir;touch PWNED;'$(touch PWNED)'`);
-    const dst = join(root, `dst dir;touch PWNED;'$(touch PWNED)'`);
-    mkdirSync(join(src, 'blobs'), { recursive: true });
-    mkdirSync(dst, { recursive: true });
-    writeFileSync(join(src, 'blobs', 'abc'), 'weights');
-    const fakeSsh = join(root, 'fake-ssh');
-    // rsync calls: <shell> [-l user] host rsync --server ...; drop all up to the host, run the rest as sshd would.
-    writeFileSync(fakeSsh, '#!/bin/sh\nwhile [ "$#" -gt 0 ] && [ "$1" != rsync ]; do shift; done\neval "$*"\n');
-    chmodSync(fakeSsh, 0o755);
-    const argv = rsyncArgv(nf, { ...nf.head, address: 'localhost' }, src, fakeSsh);
-    argv[argv.length - 1] = `root@localhost:${dst}/`;
-    const r = spawnSync('rsync', argv, {
-      cwd: root,
-      env: { ...process.env, RSYNC_OLD_ARGS: '1' },
-      input: 'blobs/abc\0',
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    expect(readFileSync(join(dst, 'blobs', 'abc'), 'utf8')).toBe('weights');
-    expect(existsSync(pwned)).toBe(false);
-  });
+  it.skipIf(!hasRsync)(
+    'copies into a folder named with spaces, quotes, $() and ; without running any of it (real rsync)',
+    () => {
+      const pwned = join(root, 'PWNED');
+      const src = join(root, `src dir;touch PWNED;'$(touch PWNED)'`);
+      const dst = join(root, `dst dir;touch PWNED;'$(touch PWNED)'`);
+      mkdirSync(join(src, 'blobs'), { recursive: true });
+      mkdirSync(dst, { recursive: true });
+      writeFileSync(join(src, 'blobs', 'abc'), 'weights');
+      const fakeSsh = join(root, 'fake-ssh');
+      // rsync calls: <shell> [-l user] host rsync --server ...; drop all up to the host, run the rest as sshd would.
+      writeFileSync(fakeSsh, '#!/bin/sh\nwhile [ "$#" -gt 0 ] && [ "$1" != rsync ]; do shift; done\neval "$*"\n');
+      chmodSync(fakeSsh, 0o755);
+      const argv = rsyncArgv(nf, { ...nf.head, address: 'localhost' }, src, fakeSsh);
+      argv[argv.length - 1] = `root@localhost:${dst}/`;
+      const r = spawnSync('rsync', argv, {
+        cwd: root,
+        env: { ...process.env, RSYNC_OLD_ARGS: '1' },
+        input: 'blobs/abc\0',
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      expect(readFileSync(join(dst, 'blobs', 'abc'), 'utf8')).toBe('weights');
+      expect(existsSync(pwned)).toBe(false);
+    },
+  );
 });
 
 describe("rsync's -e: each ssh word stays one argument, as rsync splits it (issue 42, item 9)", () => {
@@ -62,31 +65,37 @@ describe("rsync's -e: each ssh word stays one argument, as rsync splits it (issu
     expect(rsyncWord(key)).toBe(/^[\w@%+=:,./-]+$/.test(key) ? key : `'${key.replace(/'/g, "''")}'`);
   });
 
-  it.skipIf(!hasRsync)('real rsync hands the stand-in ssh the key path and an option with spaces and quotes as one argument each', () => {
-    const dir = join(root, "ssh dir 'x'");
-    mkdirSync(dir, { recursive: true });
-    const log = join(root, 'argv.log');
-    const fake = join(dir, 'fake ssh');
-    // records each argument on its own line, then fails (no rsync server needed to read the argv)
-    writeFileSync(fake, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done > '${log}'\nexit 255\n`);
-    chmodSync(fake, 0o755);
-    const key = join(root, `my key's "id"`);
-    const nf2 = NodesFile.parse({ head: { name: 'n0', address: '10.0.0.10', interface: 'eth0' }, ssh: { identityFile: key, options: ['SetEnv=A="b c"'] } });
-    const before = process.env.SPARKCTL_SSH;
-    process.env.SPARKCTL_SSH = fake;
-    let shell: string;
-    try {
-      shell = rsyncShell(nf2, nf2.head);
-    } finally {
-      if (before === undefined) delete process.env.SPARKCTL_SSH;
-      else process.env.SPARKCTL_SSH = before;
-    }
-    const src = join(root, 'src2');
-    mkdirSync(src, { recursive: true });
-    spawnSync('rsync', rsyncArgv(nf2, nf2.head, src, shell), { input: '', encoding: 'utf8', timeout: 30_000 });
-    const argv = readFileSync(log, 'utf8').split('\n');
-    expect(argv[argv.indexOf('-i') + 1]).toBe(key);
-    expect(argv).toContain('SetEnv=A="b c"');
-    expect(argv).toContain('10.0.0.10');
-  });
+  it.skipIf(!hasRsync)(
+    'real rsync hands the stand-in ssh the key path and an option with spaces and quotes as one argument each',
+    () => {
+      const dir = join(root, "ssh dir 'x'");
+      mkdirSync(dir, { recursive: true });
+      const log = join(root, 'argv.log');
+      const fake = join(dir, 'fake ssh');
+      // records each argument on its own line, then fails (no rsync server needed to read the argv)
+      writeFileSync(fake, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done > '${log}'\nexit 255\n`);
+      chmodSync(fake, 0o755);
+      const key = join(root, `my key's "id"`);
+      const nf2 = NodesFile.parse({
+        head: { name: 'n0', address: '10.0.0.10', interface: 'eth0' },
+        ssh: { identityFile: key, options: ['SetEnv=A="b c"'] },
+      });
+      const before = process.env.SPARKCTL_SSH;
+      process.env.SPARKCTL_SSH = fake;
+      let shell: string;
+      try {
+        shell = rsyncShell(nf2, nf2.head);
+      } finally {
+        if (before === undefined) delete process.env.SPARKCTL_SSH;
+        else process.env.SPARKCTL_SSH = before;
+      }
+      const src = join(root, 'src2');
+      mkdirSync(src, { recursive: true });
+      spawnSync('rsync', rsyncArgv(nf2, nf2.head, src, shell), { input: '', encoding: 'utf8', timeout: 30_000 });
+      const argv = readFileSync(log, 'utf8').split('\n');
+      expect(argv[argv.indexOf('-i') + 1]).toBe(key);
+      expect(argv).toContain('SetEnv=A="b c"');
+      expect(argv).toContain('10.0.0.10');
+    },
+  );
 });

@@ -9,9 +9,27 @@ import { clusterExecutor, parallelArgs } from '../../src/profiles/render.js';
 const nodes = (n: number, extra: (i: number) => object = () => ({})) =>
   NodesFile.parse({
     head: { name: 'n0', address: '10.0.0.10', interface: 'eth0', gpus: 8, ...extra(0) },
-    workers: Array.from({ length: n - 1 }, (_, k) => ({ name: `n${k + 1}`, address: `10.0.0.1${k + 1}`, interface: 'eth0', gpus: 8, ...extra(k + 1) })),
+    workers: Array.from({ length: n - 1 }, (_, k) => ({
+      name: `n${k + 1}`,
+      address: `10.0.0.1${k + 1}`,
+      interface: 'eth0',
+      gpus: 8,
+      ...extra(k + 1),
+    })),
   });
-const argv = ['vllm', 'serve', '/m', '--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'mp', '--port', '8000'];
+const argv = [
+  'vllm',
+  'serve',
+  '/m',
+  '--tensor-parallel-size',
+  '8',
+  '--pipeline-parallel-size',
+  '4',
+  '--distributed-executor-backend',
+  'mp',
+  '--port',
+  '8000',
+];
 
 describe('planNative', () => {
   it('one vllm serve per node: rank, nnodes, the head as master, --headless on the workers only', () => {
@@ -42,13 +60,32 @@ describe('planNative', () => {
 
   it('the fabric address and netdev, when named, carry the rendezvous and NCCL; ssh stays on address', () => {
     const nf = nodes(2, (i) => ({ fabric: { address: `192.168.100.1${i}`, interface: 'enp1s0f1np1' } }));
-    const steps = planNative({ ...nf, masterPort: 29600 }, argv, { n1: { NCCL_IB_HCA: 'rocep1s0f1', NCCL_IB_GID_INDEX: '3' } });
+    const steps = planNative({ ...nf, masterPort: 29600 }, argv, {
+      n1: { NCCL_IB_HCA: 'rocep1s0f1', NCCL_IB_GID_INDEX: '3' },
+    });
     expect(steps[1]!.address).toBe('10.0.0.11');
-    expect(steps[1]!.argv[0]).toEqual(expect.arrayContaining(['--master-addr', '192.168.100.10', '--master-port', '29600']));
-    expect(steps[1]!.env).toEqual({ VLLM_HOST_IP: '192.168.100.11', NCCL_SOCKET_IFNAME: 'enp1s0f1np1', GLOO_SOCKET_IFNAME: 'enp1s0f1np1', NCCL_IB_HCA: 'rocep1s0f1', NCCL_IB_GID_INDEX: '3' });
+    expect(steps[1]!.argv[0]).toEqual(
+      expect.arrayContaining(['--master-addr', '192.168.100.10', '--master-port', '29600']),
+    );
+    expect(steps[1]!.env).toEqual({
+      VLLM_HOST_IP: '192.168.100.11',
+      NCCL_SOCKET_IFNAME: 'enp1s0f1np1',
+      GLOO_SOCKET_IFNAME: 'enp1s0f1np1',
+      NCCL_IB_HCA: 'rocep1s0f1',
+      NCCL_IB_GID_INDEX: '3',
+    });
     // Ray over the same fabric: the head's GCS and every node's Ray address are the fabric's
     const ray = planNodes(nf, argv);
-    expect(ray[1]!.argv[0]).toEqual(['ray', 'start', '--address', '192.168.100.10:6379', '--node-ip-address', '192.168.100.11', '--num-gpus', '8']);
+    expect(ray[1]!.argv[0]).toEqual([
+      'ray',
+      'start',
+      '--address',
+      '192.168.100.10:6379',
+      '--node-ip-address',
+      '192.168.100.11',
+      '--num-gpus',
+      '8',
+    ]);
   });
 
   it.each([
@@ -83,12 +120,20 @@ describe('planNative', () => {
     const nf = nodes(2);
     expect(nf.masterPort).toBe(29501);
     expect(nf.head.fabric).toBeUndefined();
-    expect(() => NodesFile.parse({ head: { name: 'a', address: 'x', interface: 'e', fabric: { address: '1.2.3.4' } } })).toThrow(/interface/);
+    expect(() =>
+      NodesFile.parse({ head: { name: 'a', address: 'x', interface: 'e', fabric: { address: '1.2.3.4' } } }),
+    ).toThrow(/interface/);
   });
 });
 
 describe('which executor a multi-node profile gets', () => {
-  const prof = (parallel: object, vllmVersion = 'auto') => Profile.parse({ name: 'p', model: { path: '/m' }, engine: { vllmVersion }, parallel: { tensor: 8, pipeline: 4, ...parallel } });
+  const prof = (parallel: object, vllmVersion = 'auto') =>
+    Profile.parse({
+      name: 'p',
+      model: { path: '/m' },
+      engine: { vllmVersion },
+      parallel: { tensor: 8, pipeline: 4, ...parallel },
+    });
   it.each([
     [{ executor: 'ray', nodes: 4 }, 'auto', 'ray', 'ray'],
     [{ nodes: 4 }, 'auto', 'native', 'mp'],
@@ -100,6 +145,8 @@ describe('which executor a multi-node profile gets', () => {
     const p = prof(parallel, v);
     expect(clusterExecutor(p)).toBe(want);
     const a = parallelArgs(p);
-    expect(a.includes('--distributed-executor-backend') ? a[a.indexOf('--distributed-executor-backend') + 1] : undefined).toBe(backend);
+    expect(
+      a.includes('--distributed-executor-backend') ? a[a.indexOf('--distributed-executor-backend') + 1] : undefined,
+    ).toBe(backend);
   });
 });

@@ -28,12 +28,32 @@ const nodes = () =>
     head: { name: 'n0', address: '10.9.2.1', interface: 'eth0', gpus: 1 },
     workers: [{ name: 'n1', address: '10.9.2.2', interface: 'eth0', gpus: 1 }],
   });
-const inputs = (sets: string[]) => ({ nodesFile: '/abs/nodes.yaml', set: sets, engine: 'sim' as const, vllmBin: 'vllm', prewarm: false });
+const inputs = (sets: string[]) => ({
+  nodesFile: '/abs/nodes.yaml',
+  set: sets,
+  engine: 'sim' as const,
+  vllmBin: 'vllm',
+  prewarm: false,
+});
 const CONTAINER = ['engine.runtime=container', 'engine.vllmVersion=0.11.0'];
 const plan = (sets: string[]) => planCluster('gpt-oss-120b-2spark', nodes(), inputs(sets));
 
-const hostRank: ClusterRank = { node: 'n1', rank: 1, pid: 4242, startTime: 99, marker: 'm', logFile: '/var/log/r1.log' };
-const boxRank: ClusterRank = { node: 'n1', rank: 1, pid: 0, logFile: 'podman logs cccccccccccc', containerId: HEAD_CID, cli: ['podman'] };
+const hostRank: ClusterRank = {
+  node: 'n1',
+  rank: 1,
+  pid: 4242,
+  startTime: 99,
+  marker: 'm',
+  logFile: '/var/log/r1.log',
+};
+const boxRank: ClusterRank = {
+  node: 'n1',
+  rank: 1,
+  pid: 0,
+  logFile: 'podman logs cccccccccccc',
+  containerId: HEAD_CID,
+  cli: ['podman'],
+};
 
 describe('the nodes runtime picks how a rank runs: one entry per engine.runtime word', () => {
   it('a planned step, a recorded rank and a recorded cluster each pick the runtime they run under', () => {
@@ -47,7 +67,10 @@ describe('the nodes runtime picks how a rank runs: one entry per engine.runtime 
     expect(onRecord({ ranks: [] })).toBe(onNodes(HOST_TRAITS));
     expect(onRecord({ ranks: [boxRank] })).toBe(onNodes(CONTAINER_TRAITS));
     expect(onNodes(HOST_TRAITS).ray).toMatchObject({ placement: rayPlacement, stop: stopRay, status: rayStatus });
-    expect(onNodes(CONTAINER_TRAITS).ray).toMatchObject({ placement: rayContainersPlacement, status: statusRayContainers });
+    expect(onNodes(CONTAINER_TRAITS).ray).toMatchObject({
+      placement: rayContainersPlacement,
+      status: statusRayContainers,
+    });
   });
 
   it('on a host: the rank is its process group and its log file; its port is proven by the socket-owner rule', () => {
@@ -105,7 +128,9 @@ esac
     const out = await serve(p, { onEvent: (e) => events.push(e), secrets: {} });
     expect(out.status).toBe('launch-failed');
     expect(out.stoppedAll).toBe(true);
-    expect(out.nodes?.failure?.detail).toMatch(/^vLLM rank 1 did not start on n1 \(10\.9\.2\.2\): (podman|docker) run: /);
+    expect(out.nodes?.failure?.detail).toMatch(
+      /^vLLM rank 1 did not start on n1 \(10\.9\.2\.2\): (podman|docker) run: /,
+    );
     expect(out.nodes?.failure?.lastLines.join('\n')).toContain('cannot open /dev/nvidia0');
     // the head's rank launched, then stopped by the ID its run gave back
     const head = calls().filter((c) => c.startsWith('10.9.2.1 '));
@@ -113,7 +138,9 @@ esac
     const stop = head.filter((c) => c.includes(HEAD_CID) && / rm -f /.test(c));
     expect(stop).toHaveLength(1);
     // nothing of n1's was started, so nothing there is stopped
-    expect(calls().filter((c) => c.startsWith('10.9.2.2 ') && / rm -f /.test(c) && !c.includes('--cidfile'))).toEqual([]);
+    expect(calls().filter((c) => c.startsWith('10.9.2.2 ') && / rm -f /.test(c) && !c.includes('--cidfile'))).toEqual(
+      [],
+    );
     // said as on this host: stopping, then each node's cleanup
     const said = events.filter((e) => e.type === 'stopping' || e.type === 'cleanup');
     expect(said).toEqual([

@@ -7,9 +7,15 @@ import { Profile } from '../../src/profiles/schema.js';
 import { noRoomFixes, type HostShape } from '../../src/profiles/validate.js';
 
 const GIB = 1024 ** 3;
-const prof = (share: number, tensor = 1) => Profile.parse({ name: 'x', model: { id: 'org/x' }, engine: { gpuMemoryUtilization: share }, parallel: { tensor } });
+const prof = (share: number, tensor = 1) =>
+  Profile.parse({ name: 'x', model: { id: 'org/x' }, engine: { gpuMemoryUtilization: share }, parallel: { tensor } });
 const spark: HostShape = { gpus: 1, gpusSource: 'platform', gpuMemoryBytes: 119 * GIB, gpuName: 'NVIDIA GB10' };
-const h100x8: HostShape = { gpus: 8, gpusSource: 'detected', gpuMemoryBytes: 80 * GIB, gpuName: 'NVIDIA H100 80GB HBM3' };
+const h100x8: HostShape = {
+  gpus: 8,
+  gpusSource: 'detected',
+  gpuMemoryBytes: 80 * GIB,
+  gpuName: 'NVIDIA H100 80GB HBM3',
+};
 const h100x1: HostShape = { ...h100x8, gpus: 1 };
 const twoSparks: HostShape = { ...spark, gpus: 1, multiNode: true, nodes: 2, gpusPerNode: 1 };
 
@@ -20,7 +26,11 @@ describe('noRoomFixes: only fixes that can make room', () => {
       prof(0.8),
       spark,
       150 * GIB,
-      [/a higher share cannot help: .*150\.0 GiB .* more than 0\.8 x 119 GiB/, /serve over nodes/, /quantized checkpoint/],
+      [
+        /a higher share cannot help: .*150\.0 GiB .* more than 0\.8 x 119 GiB/,
+        /serve over nodes/,
+        /quantized checkpoint/,
+      ],
       [/gpuMemoryUtilization=/],
     ],
     [
@@ -31,7 +41,14 @@ describe('noRoomFixes: only fixes that can make room', () => {
       [/--set engine\.gpuMemoryUtilization=0\.7\d?\b/],
       [/cannot help/, /=0\.(8[1-9]|9)/],
     ],
-    ['Spark at 0.5, weights that need 0.79 of it: 0.8 at most', prof(0.5), spark, 93 * GIB, [/--set engine\.gpuMemoryUtilization=0\.8\b/], [/cannot help/]],
+    [
+      'Spark at 0.5, weights that need 0.79 of it: 0.8 at most',
+      prof(0.5),
+      spark,
+      93 * GIB,
+      [/--set engine\.gpuMemoryUtilization=0\.8\b/],
+      [/cannot help/],
+    ],
     [
       'H100 at 0.8, 70 GiB of weights: a share up to 0.95 helps; 8 GPUs: more per replica',
       prof(0.8),
@@ -40,9 +57,30 @@ describe('noRoomFixes: only fixes that can make room', () => {
       [/gpuMemoryUtilization=0\.9\d?\b/, /more GPUs per replica: .*now 1; this host has 8/],
       [/serve over nodes/],
     ],
-    ['H100 x1, 90 GiB: no share can hold it; one GPU: over nodes', prof(0.9), h100x1, 90 * GIB, [/cannot help/, /serve over nodes/], [/more GPUs per replica/]],
-    ['at 0.95 with weights over 0.95 of the GPU: no share fix offered as if it helped', prof(0.95), h100x1, 77 * GIB, [/cannot help/], [/gpuMemoryUtilization=/]],
-    ['two Sparks at TP 2: more GPUs than these nodes have', prof(0.8, 2), twoSparks, 100 * GIB, [/more GPUs than these nodes have/, /cannot help/], [/more GPUs per replica/]],
+    [
+      'H100 x1, 90 GiB: no share can hold it; one GPU: over nodes',
+      prof(0.9),
+      h100x1,
+      90 * GIB,
+      [/cannot help/, /serve over nodes/],
+      [/more GPUs per replica/],
+    ],
+    [
+      'at 0.95 with weights over 0.95 of the GPU: no share fix offered as if it helped',
+      prof(0.95),
+      h100x1,
+      77 * GIB,
+      [/cannot help/],
+      [/gpuMemoryUtilization=/],
+    ],
+    [
+      'two Sparks at TP 2: more GPUs than these nodes have',
+      prof(0.8, 2),
+      twoSparks,
+      100 * GIB,
+      [/more GPUs than these nodes have/, /cannot help/],
+      [/more GPUs per replica/],
+    ],
   ];
   for (const [name, p, host, need, want, never] of cases) {
     it(name, () => {

@@ -3,10 +3,25 @@
 // ensureCaches (0700, never through a link, never a folder of another user or open to others). The
 // script is run here by a real sh with HOME pointing at a temporary folder, as the node's shell runs it.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CACHE_REFUSED_EXIT, cachesFrom, nodeCacheScript, planNodeCaches } from '../../src/engine/cluster/node-caches.js';
+import {
+  CACHE_REFUSED_EXIT,
+  cachesFrom,
+  nodeCacheScript,
+  planNodeCaches,
+} from '../../src/engine/cluster/node-caches.js';
 import { CACHE_VARS, cacheDirOf } from '../../src/engine/caches.js';
 import { tempDir } from '../temp-dirs.js';
 
@@ -30,7 +45,10 @@ describe('keyed as on one host', () => {
   it.each([
     [{ profile: 'qwen3-200b', vllm: '0.17.0' }, 'vllm/qwen3-200b/0.17.0'],
     [{ profile: 'a', vllm: '0.27.2.dev0+g6adad0876' }, 'vllm/a/0.27.2.dev0+g6adad0876'],
-    [{ profile: 'a', vllm: '0.17.0', image: 'sha256:1111' }, cacheDirOf('/', { profile: 'a', vllm: '0.17.0', image: 'sha256:1111' }).slice(1)],
+    [
+      { profile: 'a', vllm: '0.17.0', image: 'sha256:1111' },
+      cacheDirOf('/', { profile: 'a', vllm: '0.17.0', image: 'sha256:1111' }).slice(1),
+    ],
     // a hostile name stays one component (the host's rule)
     [{ profile: '../../etc', vllm: '1' }, cacheDirOf('/', { profile: '../../etc', vllm: '1' }).slice(1)],
   ])('%j -> %s', (k, rel) => {
@@ -55,7 +73,14 @@ describe('made on the node by the launch line', () => {
     expect(r.code, r.stderr).toBe(0);
     const dir = join(home, '.cache', 'sparkctl', 'vllm', 'qwen3-200b', '0.17.0');
     expect(cachesFrom(r.stdout, c)).toEqual({ dir, warm: false });
-    for (const d of [join(home, '.cache', 'sparkctl'), join(home, '.cache', 'sparkctl', 'vllm'), dir, join(dir, 'vllm'), join(dir, 'inductor')]) expect(statSync(d).mode & 0o777, d).toBe(0o700);
+    for (const d of [
+      join(home, '.cache', 'sparkctl'),
+      join(home, '.cache', 'sparkctl', 'vllm'),
+      dir,
+      join(dir, 'vllm'),
+      join(dir, 'inductor'),
+    ])
+      expect(statSync(d).mode & 0o777, d).toBe(0o700);
     for (const [name, sub] of CACHE_VARS) expect(r.vars[name], name).toBe(join(dir, sub));
     writeFileSync(join(dir, 'inductor', 'x'), 'compiled');
     const again = onNode(home, c);
@@ -74,7 +99,9 @@ describe('made on the node by the launch line', () => {
   it("the profile's own variable is not exported over (the launch line exported it before)", () => {
     const home = join(tmp, 'h3');
     mkdirSync(home);
-    const r = onNode(home, planNodeCaches({ profile: 'p', vllm: '1' }, { TRITON_CACHE_DIR: '/mine' }), { TRITON_CACHE_DIR: '/mine' });
+    const r = onNode(home, planNodeCaches({ profile: 'p', vllm: '1' }, { TRITON_CACHE_DIR: '/mine' }), {
+      TRITON_CACHE_DIR: '/mine',
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.vars.TRITON_CACHE_DIR).toBe('/mine');
   });
@@ -116,7 +143,9 @@ describe('made on the node by the launch line', () => {
     plant(home, elsewhere);
     const r = onNode(home, c);
     expect(r.code).toBe(CACHE_REFUSED_EXIT);
-    expect(r.stderr).toMatch(/sparkctl: cache folder \/\S+ on \S+ is a link, not a folder, not this user's, or writable by others: remove it and start again/);
+    expect(r.stderr).toMatch(
+      /sparkctl: cache folder \/\S+ on \S+ is a link, not a folder, not this user's, or writable by others: remove it and start again/,
+    );
     expect(r.stdout).not.toMatch(/@caches/);
     expect(readdirSync(elsewhere)).toEqual([]);
   });

@@ -9,8 +9,27 @@ import { randomUUID } from 'node:crypto';
 import { chmodSync, copyFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { INSTANCE_ENV, LOCAL_FACTS, LOCAL_PROC, groupMembers, proveIdentity, provenSignal, stopGroupOver, type Identity, type ProcTransport } from '../../src/engine/runtime/proc.js';
-import { factsFrom, factsScript, launchAndReport, nodeProc, signalScript, stopOnNode, waitScript, type NodeShell } from '../../src/engine/cluster/node-proc.js';
+import {
+  INSTANCE_ENV,
+  LOCAL_FACTS,
+  LOCAL_PROC,
+  groupMembers,
+  proveIdentity,
+  provenSignal,
+  stopGroupOver,
+  type Identity,
+  type ProcTransport,
+} from '../../src/engine/runtime/proc.js';
+import {
+  factsFrom,
+  factsScript,
+  launchAndReport,
+  nodeProc,
+  signalScript,
+  stopOnNode,
+  waitScript,
+  type NodeShell,
+} from '../../src/engine/cluster/node-proc.js';
 import { processStartTime } from '../../src/util/pid.js';
 import { killGroupLeft, sleep, startTimeOf, waitFor } from '../helpers.js';
 import { tempDir } from '../temp-dirs.js';
@@ -18,7 +37,8 @@ import { tempDir } from '../temp-dirs.js';
 /** The node's shell, here: the same scripts ssh would carry, run by sh on this host. */
 const localShell: NodeShell = async (script, o) => {
   const r = await execa('sh', ['-c', script], { reject: false, timeout: o.timeoutMs, cancelSignal: o.signal });
-  if (r.timedOut || r.isCanceled || r.exitCode === undefined) return { exitCode: null, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? ''), error: 'failed' };
+  if (r.timedOut || r.isCanceled || r.exitCode === undefined)
+    return { exitCode: null, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? ''), error: 'failed' };
   return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
 };
 const NODE = nodeProc(localShell);
@@ -176,7 +196,11 @@ describe.concurrent('proveIdentity over both transports: one rule', () => {
     it(c.name, async () => {
       const { id, pid } = await c.make();
       const judged: Array<[string, { state: string; code?: string }]> = [];
-      for (const [name, t] of TRANSPORTS) judged.push([name, proveIdentity(id, await t.facts({ pid, pgid: typeof id.pgid === 'number' ? id.pgid : pid }))]);
+      for (const [name, t] of TRANSPORTS)
+        judged.push([
+          name,
+          proveIdentity(id, await t.facts({ pid, pgid: typeof id.pgid === 'number' ? id.pgid : pid })),
+        ]);
       for (const [name, p] of judged) {
         expect(p.state, name).toBe(c.state);
         if (c.code) expect((p as { code?: string }).code, name).toBe(c.code);
@@ -189,14 +213,30 @@ describe.concurrent('proveIdentity over both transports: one rule', () => {
 describe("the node's facts are hostile: a line that does not parse proves less, never more", () => {
   const M = '0123abcd-4567';
   const T: Array<[string, string, { start?: number; members: number[]; marker?: string }]> = [
-    ['well formed', `@proc 100 S 100 555\n@env 100 ${M}\n@proc 101 S 100 556`, { start: 555, members: [100, 101], marker: M }],
+    [
+      'well formed',
+      `@proc 100 S 100 555\n@env 100 ${M}\n@proc 101 S 100 556`,
+      { start: 555, members: [100, 101], marker: M },
+    ],
     ['a zombie is gone', '@proc 100 Z 100 555', { members: [] }],
     ['a marker for a pid the node did not list is nobody', `@env 100 ${M}`, { members: [] }],
-    ['a marker with a space or quote is not a marker', `@proc 100 S 100 555\n@env 100 ${M} x\n@env 100 '${M}'`, { start: 555, members: [100] }],
+    [
+      'a marker with a space or quote is not a marker',
+      `@proc 100 S 100 555\n@env 100 ${M} x\n@env 100 '${M}'`,
+      { start: 555, members: [100] },
+    ],
     ['a short marker is not a marker', '@proc 100 S 100 555\n@env 100 abc', { start: 555, members: [100] }],
     ['a negative or non-numeric start is left out', '@proc 100 S 100 -5\n@proc 100 S 100 5e3', { members: [] }],
-    ['a line with a leading space or an escape is left out', ` @proc 100 S 100 555\n\x1b[2J@proc 100 S 100 555`, { members: [] }],
-    ['a stray line between is skipped, the rest read', `garbage\n@proc 100 R 100 7\n@@proc 1 S 1 1`, { start: 7, members: [100] }],
+    [
+      'a line with a leading space or an escape is left out',
+      ` @proc 100 S 100 555\n\x1b[2J@proc 100 S 100 555`,
+      { members: [] },
+    ],
+    [
+      'a stray line between is skipped, the rest read',
+      `garbage\n@proc 100 R 100 7\n@@proc 1 S 1 1`,
+      { start: 7, members: [100] },
+    ],
   ];
   for (const [name, text, want] of T)
     it(name, () => {
@@ -236,7 +276,9 @@ describe("the node's facts are hostile: a line that does not parse proves less, 
   it('only integers > 1 are put into a script', () => {
     expect(() => factsScript(1, 1)).toThrow(/not a process id/);
     expect(() => waitScript(Number.NaN, 100)).toThrow(/not a process id/);
-    expect(() => signalScript({ target: -0.5, anchor: { pid: 2, start: 1, pgid: 2 }, members: [] }, 'SIGTERM')).toThrow(/not a process id/);
+    expect(() => signalScript({ target: -0.5, anchor: { pid: 2, start: 1, pgid: 2 }, members: [] }, 'SIGTERM')).toThrow(
+      /not a process id/,
+    );
   });
 });
 
@@ -271,7 +313,12 @@ function child(body: string, env: Record<string, string> = {}): ChildProcess {
   children.push({ c, start: c.pid ? startTimeOf(c.pid) : undefined });
   return c;
 }
-const idOf = (c: ChildProcess, m?: string) => ({ pid: c.pid!, pgid: c.pid!, startTime: processStartTime(c.pid!), marker: m });
+const idOf = (c: ChildProcess, m?: string) => ({
+  pid: c.pid!,
+  pgid: c.pid!,
+  startTime: processStartTime(c.pid!),
+  marker: m,
+});
 
 describe.concurrent('stopGroupOver, one stop over both transports', () => {
   for (const [name, t] of TRANSPORTS) {
@@ -318,13 +365,22 @@ describe.concurrent('stopGroupOver, one stop over both transports', () => {
 
     it(`${name}: a stopped member without the marker, seen under the proven leader, is killed by pid and start time`, async () => {
       const m = marker();
-      const c = spawn('sh', ['-c', `env -u ${INSTANCE_ENV} sh -c "kill -STOP \\$\\$; sleep 60" & echo $!; trap "exit 0" TERM; while :; do sleep 0.1; done`], {
-        detached: true,
-        env: { ...process.env, [INSTANCE_ENV]: m },
-        stdio: ['ignore', 'pipe', 'ignore'],
-      });
+      const c = spawn(
+        'sh',
+        [
+          '-c',
+          `env -u ${INSTANCE_ENV} sh -c "kill -STOP \\$\\$; sleep 60" & echo $!; trap "exit 0" TERM; while :; do sleep 0.1; done`,
+        ],
+        {
+          detached: true,
+          env: { ...process.env, [INSTANCE_ENV]: m },
+          stdio: ['ignore', 'pipe', 'ignore'],
+        },
+      );
       children.push({ c, start: c.pid ? startTimeOf(c.pid) : undefined });
-      const member = Number(await new Promise<string>((r) => c.stdout!.once('data', (d: Buffer) => r(d.toString().trim()))));
+      const member = Number(
+        await new Promise<string>((r) => c.stdout!.once('data', (d: Buffer) => r(d.toString().trim()))),
+      );
       expect(await waitFor(() => groupMembers(c.pid!).includes(member), 5000)).toBe(true);
       await sleep(200);
       expect(await stopGroupOver(t, idOf(c, m), 1500)).toBe('killed');
@@ -352,14 +408,23 @@ describe('stopOnNode: what stop --nodes reports for a rank', () => {
     expect(unproven.state).toBe('unproven');
     expect(unproven.detail).toMatch(/not provably the server sparkctl started: not signalled/);
     expect(alive(c.pid!)).toBe(true);
-    const down: NodeShell = async () => ({ exitCode: 255, stdout: '', stderr: 'ssh: connect to host 10.0.0.9 port 22: Connection refused' });
-    expect(await stopOnNode(down, { pid: c.pid!, startTime: st }, 1)).toEqual({ state: 'failed', detail: 'ssh: connect to host 10.0.0.9 port 22: Connection refused' });
+    const down: NodeShell = async () => ({
+      exitCode: 255,
+      stdout: '',
+      stderr: 'ssh: connect to host 10.0.0.9 port 22: Connection refused',
+    });
+    expect(await stopOnNode(down, { pid: c.pid!, startTime: st }, 1)).toEqual({
+      state: 'failed',
+      detail: 'ssh: connect to host 10.0.0.9 port 22: Connection refused',
+    });
     expect(alive(c.pid!)).toBe(true);
     expect(await stopOnNode(localShell, { pid: c.pid!, startTime: st }, 5)).toEqual({ state: 'stopped' });
   });
 
   it('launchAndReport prints the pid and its kernel start time', () => {
-    const r = spawnSync('sh', ['-c', launchAndReport('setsid sleep 30 < /dev/null > /dev/null 2>&1')], { encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', launchAndReport('setsid sleep 30 < /dev/null > /dev/null 2>&1')], {
+      encoding: 'utf8',
+    });
     const [pid, st] = r.stdout.trim().split(' ').map(Number);
     leaders.push({ pid: pid!, start: startTimeOf(pid!) });
     expect(pid).toBeGreaterThan(1);

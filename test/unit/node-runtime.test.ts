@@ -10,8 +10,11 @@ import { tempDirs } from '../helpers.js';
 import { planCluster } from '../../src/engine/cluster/plan.js';
 import { onNodes, onStep } from '../../src/engine/cluster/node-runtime.js';
 
-/** The launch's refusal before anything starts: the plan's runtime's (what every executor asks, node-runtime.ts placed). */
-const sameImage = (p: { nf: NodesFile; steps: Array<{ container?: unknown }> }) => onStep(p.steps[0] as never).refuse(p as never);
+/**
+ * The launch's refusal before anything starts: the plan's runtime's (what every executor asks, node-runtime.ts placed).
+ */
+const sameImage = (p: { nf: NodesFile; steps: Array<{ container?: unknown }> }) =>
+  onStep(p.steps[0] as never).refuse(p as never);
 import { CONTAINER_TRAITS, HOST_TRAITS } from '../../src/engine/runtime/traits.js';
 import { NodesFile } from '../../src/profiles/schema.js';
 
@@ -22,9 +25,15 @@ const ID_B = 'b'.repeat(64);
 const nodes = (gpus: number, n: number) =>
   NodesFile.parse({
     head: { name: 'n0', address: '10.9.1.1', interface: 'eth0', gpus },
-    workers: Array.from({ length: n - 1 }, (_, i) => ({ name: `n${i + 1}`, address: `10.9.1.${i + 2}`, interface: 'eth0', gpus })),
+    workers: Array.from({ length: n - 1 }, (_, i) => ({
+      name: `n${i + 1}`,
+      address: `10.9.1.${i + 2}`,
+      interface: 'eth0',
+      gpus,
+    })),
   });
-const plan = (profile: string, nf: NodesFile, sets: string[]) => planCluster(profile, nf, { nodesFile: '/abs/nodes.yaml', set: sets, engine: 'sim', vllmBin: 'vllm', prewarm: false });
+const plan = (profile: string, nf: NodesFile, sets: string[]) =>
+  planCluster(profile, nf, { nodesFile: '/abs/nodes.yaml', set: sets, engine: 'sim', vllmBin: 'vllm', prewarm: false });
 const CONTAINER = ['engine.runtime=container', 'engine.vllmVersion=0.11.0'];
 
 describe('placing the planned commands: what the runtime says', () => {
@@ -106,8 +115,16 @@ echo "Error: no such image" >&2; exit 125
   });
 
   it.each<[string, Record<string, string | undefined>, RegExp | undefined]>([
-    ['the same ID on every node (bare and sha256:)', { '10.9.1.1': `${ID_A}\n`, '10.9.1.2': `sha256:${ID_A}\n` }, undefined],
-    ['another ID on a worker', { '10.9.1.1': ID_A, '10.9.1.2': ID_B }, /differs between the nodes: n0 aaaaaaaaaaaa; n1 bbbbbbbbbbbb|differs between the nodes: n1 bbbbbbbbbbbb; n0 aaaaaaaaaaaa/],
+    [
+      'the same ID on every node (bare and sha256:)',
+      { '10.9.1.1': `${ID_A}\n`, '10.9.1.2': `sha256:${ID_A}\n` },
+      undefined,
+    ],
+    [
+      'another ID on a worker',
+      { '10.9.1.1': ID_A, '10.9.1.2': ID_B },
+      /differs between the nodes: n0 aaaaaaaaaaaa; n1 bbbbbbbbbbbb|differs between the nodes: n1 bbbbbbbbbbbb; n0 aaaaaaaaaaaa/,
+    ],
     ['the image missing on a worker', { '10.9.1.1': ID_A }, /is not on n1 \(.*no such image/],
     ['an empty answer from a worker (not an ID)', { '10.9.1.1': ID_A, '10.9.1.2': '' }, /is not on n1/],
     ['a hostile answer is no ID', { '10.9.1.1': ID_A, '10.9.1.2': `${ID_A}; rm -rf /\n` }, /is not on n1/],
@@ -117,7 +134,11 @@ echo "Error: no such image" >&2; exit 125
     const r = await sameImage(p);
     // every node was asked with its runtime's own inspect of the one image
     expect(calls().sort()).toEqual(
-      ['10.9.1.1', '10.9.1.2'].map((a) => expect.stringMatching(new RegExp(`^${a.replace(/\./g, '\\.')} (docker|podman) .*image inspect --format '?\\{\\{\\.Id\\}\\}'? `))),
+      ['10.9.1.1', '10.9.1.2'].map((a) =>
+        expect.stringMatching(
+          new RegExp(`^${a.replace(/\./g, '\\.')} (docker|podman) .*image inspect --format '?\\{\\{\\.Id\\}\\}'? `),
+        ),
+      ),
     );
     if (!refused) return expect(r).toBeUndefined();
     expect(r?.reason).toBe('refused');

@@ -20,12 +20,14 @@ const ok = (node: string, over: Partial<NodeReport> = {}): NodeReport => ({
   checks: [],
   ...over,
 });
-const run = (reports: NodeReport[]) => Object.fromEntries(runNodesChecks({ nf, reports, modelPath: '/models/m', gpusNeeded: 8 }).map((c) => [c.id, c]));
+const run = (reports: NodeReport[]) =>
+  Object.fromEntries(runNodesChecks({ nf, reports, modelPath: '/models/m', gpusNeeded: 8 }).map((c) => [c.id, c]));
 
 describe('a check that did not run does not pass', () => {
   it('every node read: the checks pass', () => {
     const c = run([ok('n0'), ok('n1')]);
-    for (const id of ['nodes.same-driver', 'nodes.interface', 'nodes.model-path']) expect(c[id].status, id).toBe('pass');
+    for (const id of ['nodes.same-driver', 'nodes.interface', 'nodes.model-path'])
+      expect(c[id].status, id).toBe('pass');
   });
   it.each<[string, NodeReport[], string, RegExp]>([
     [
@@ -45,13 +47,19 @@ describe('a check that did not run does not pass', () => {
     ],
     [
       'the NIC read over ssh failed: not "does not exist"',
-      [ok('n0'), { ...ok('n1'), iface: undefined, ifaceWhy: 'reading /sys/class/net/eth0/operstate over ssh failed: timed out' }],
+      [
+        ok('n0'),
+        { ...ok('n1'), iface: undefined, ifaceWhy: 'reading /sys/class/net/eth0/operstate over ssh failed: timed out' },
+      ],
       'nodes.interface',
       /could not check: n1: reading \/sys\/class\/net\/eth0\/operstate over ssh failed: timed out/,
     ],
     [
       'the model folder looked for over ssh failed: not "missing"',
-      [ok('n0'), { ...ok('n1'), model: undefined, modelWhy: 'looking for /models/m/config.json over ssh failed: exit 255' }],
+      [
+        ok('n0'),
+        { ...ok('n1'), model: undefined, modelWhy: 'looking for /models/m/config.json over ssh failed: exit 255' },
+      ],
       'nodes.model-path',
       /could not check: n1: looking for \/models\/m\/config.json over ssh failed/,
     ],

@@ -8,7 +8,13 @@ import { describe, it, expect } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runMain, tempDirs } from '../helpers.js';
-import { parseNodeReport, runNodesChecks, NODE_ANSWER_CHECK, NODE_CHECKS_MAX, type NodeReport } from '../../src/preflight/nodes.js';
+import {
+  parseNodeReport,
+  runNodesChecks,
+  NODE_ANSWER_CHECK,
+  NODE_CHECKS_MAX,
+  type NodeReport,
+} from '../../src/preflight/nodes.js';
 import { ssh } from '../../src/engine/cluster/ssh.js';
 import { NodesFile } from '../../src/profiles/schema.js';
 
@@ -33,7 +39,15 @@ function report(o: { checks?: unknown[]; summary?: unknown; versions?: unknown; 
     command: 'preflight',
     platform: o.platform ?? 'dgx-h100',
     summary: o.summary ?? { pass: count('pass'), warn: count('warn'), fail: count('fail'), skip: count('skip') },
-    versions: o.versions ?? { driver: '570.124.06', cuda: '12.8', nccl: '2.26.2', torch: '2.7.0', vllm: '0.11.0', gpu: 'NVIDIA H100 80GB HBM3', gpus: 8 },
+    versions: o.versions ?? {
+      driver: '570.124.06',
+      cuda: '12.8',
+      nccl: '2.26.2',
+      torch: '2.7.0',
+      vllm: '0.11.0',
+      gpu: 'NVIDIA H100 80GB HBM3',
+      gpus: 8,
+    },
     checks,
   };
 }
@@ -45,7 +59,9 @@ const NF = NodesFile.parse({
 
 const reportOf = (node: string, j: unknown): NodeReport => {
   const rep = parseNodeReport(typeof j === 'string' ? j : JSON.stringify(j).replace(/"HUGE"/g, '1e999'));
-  return rep ? { node, address: node, ifaceName: 'eth0', reached: true, iface: 'up', ...rep } : { node, address: node, ifaceName: 'eth0', reached: false, error: 'no report' };
+  return rep
+    ? { node, address: node, ifaceName: 'eth0', reached: true, iface: 'up', ...rep }
+    : { node, address: node, ifaceName: 'eth0', reached: false, error: 'no report' };
 };
 const answerCheck = (r: NodeReport) => r.checks?.find((k) => k.id === NODE_ANSWER_CHECK);
 
@@ -54,23 +70,58 @@ describe("a node's preflight answer: only what has the shape is kept, and what h
     ['an honest report', report(), undefined],
     [
       'a summary that says no failure beside a failing check',
-      report({ checks: [{ id: 'gpu.ecc', status: 'fail', observed: '3 uncorrectable', fix: 'x' }], summary: { pass: 1, warn: 0, fail: 0, skip: 0 } }),
+      report({
+        checks: [{ id: 'gpu.ecc', status: 'fail', observed: '3 uncorrectable', fix: 'x' }],
+        summary: { pass: 1, warn: 0, fail: 0, skip: 0 },
+      }),
       /summary says/,
     ],
-    ['a summary of negative and non-finite counts', report({ summary: { pass: -1, warn: 'HUGE', fail: Number.NaN, skip: '0' } }), /summary says/],
+    [
+      'a summary of negative and non-finite counts',
+      report({ summary: { pass: -1, warn: 'HUGE', fail: Number.NaN, skip: '0' } }),
+      /summary says/,
+    ],
     ['a GPU count that is a word', report({ versions: { gpus: 'NaN' } }), /versions\.gpus "NaN" is no GPU count/],
-    ['a GPU count past every double', report({ versions: { gpus: 'HUGE' } }), /versions\.gpus one past the largest a double holds/],
+    [
+      'a GPU count past every double',
+      report({ versions: { gpus: 'HUGE' } }),
+      /versions\.gpus one past the largest a double holds/,
+    ],
     ['a negative GPU count', report({ versions: { gpus: -8 } }), /versions\.gpus -8/],
     ['a fractional GPU count', report({ versions: { gpus: 2.5 } }), /versions\.gpus 2\.5/],
     ['a version that is an object', report({ versions: { driver: { toString: 1 }, gpus: 8 } }), /versions\.driver/],
     ['a version of 10,000 characters', report({ versions: { vllm: 'v'.repeat(10_000), gpus: 8 } }), /versions\.vllm/],
-    ['a status that is not one of the four', report({ checks: [{ id: 'gpu.count', status: 'FAIL', observed: '' }] }), /1 check\(s\) of no known shape/],
-    ['an id carrying an escape sequence', report({ checks: [{ id: `gpu${E}`, status: 'pass', observed: '' }] }), /of no known shape/],
-    ['an observed value that is an object', report({ checks: [{ id: 'gpu.count', status: 'pass', observed: { a: 1 } }] }), /of no known shape/],
-    ['entries that are null, a number, an array', report({ checks: [null, 7, [], { id: 'gpu.count', status: 'pass', observed: '' }] }), /3 check\(s\) of no known shape/],
-    ['a check that claims to be node.answer itself', report({ checks: [{ id: NODE_ANSWER_CHECK, status: 'pass', observed: 'all good' }] }), /of no known shape/],
+    [
+      'a status that is not one of the four',
+      report({ checks: [{ id: 'gpu.count', status: 'FAIL', observed: '' }] }),
+      /1 check\(s\) of no known shape/,
+    ],
+    [
+      'an id carrying an escape sequence',
+      report({ checks: [{ id: `gpu${E}`, status: 'pass', observed: '' }] }),
+      /of no known shape/,
+    ],
+    [
+      'an observed value that is an object',
+      report({ checks: [{ id: 'gpu.count', status: 'pass', observed: { a: 1 } }] }),
+      /of no known shape/,
+    ],
+    [
+      'entries that are null, a number, an array',
+      report({ checks: [null, 7, [], { id: 'gpu.count', status: 'pass', observed: '' }] }),
+      /3 check\(s\) of no known shape/,
+    ],
+    [
+      'a check that claims to be node.answer itself',
+      report({ checks: [{ id: NODE_ANSWER_CHECK, status: 'pass', observed: 'all good' }] }),
+      /of no known shape/,
+    ],
     ['no check at all', report({ checks: [] }), /no check it ran could be read/],
-    ['20,000 checks', report({ checks: Array.from({ length: 20_000 }, (_, i) => ({ id: `c${i}`, status: 'pass', observed: '' })) }), /20000 checks listed/],
+    [
+      '20,000 checks',
+      report({ checks: Array.from({ length: 20_000 }, (_, i) => ({ id: `c${i}`, status: 'pass', observed: '' })) }),
+      /20000 checks listed/,
+    ],
   ];
   for (const [name, j, finding] of cases)
     it(name, () => {
@@ -92,11 +143,15 @@ describe("a node's preflight answer: only what has the shape is kept, and what h
       expect(r.checks!.length).toBeLessThanOrEqual(NODE_CHECKS_MAX + 1);
       // every kept string is bounded, every number a number
       for (const k of r.checks!) expect(k.observed.length + (k.fix?.length ?? 0)).toBeLessThan(5000);
-      for (const v of Object.values(r.versions ?? {})) expect(typeof v === 'number' ? Number.isFinite(v) : String(v).length <= 200).toBe(true);
+      for (const v of Object.values(r.versions ?? {}))
+        expect(typeof v === 'number' ? Number.isFinite(v) : String(v).length <= 200).toBe(true);
     });
 
   it('versions.__proto__ and keys it does not know are left out (no prototype is set from a node)', () => {
-    const r = reportOf('n1', `{"summary":{"pass":1,"warn":0,"fail":0,"skip":0},"checks":[{"id":"a","status":"pass","observed":""}],"versions":{"__proto__":{"polluted":1},"gpus":8,"extra":"x"}}`);
+    const r = reportOf(
+      'n1',
+      `{"summary":{"pass":1,"warn":0,"fail":0,"skip":0},"checks":[{"id":"a","status":"pass","observed":""}],"versions":{"__proto__":{"polluted":1},"gpus":8,"extra":"x"}}`,
+    );
     expect(Object.keys(r.versions!)).toEqual(['gpus']);
     expect(({} as { polluted?: number }).polluted).toBeUndefined();
     expect(Object.getPrototypeOf(r.versions)).toBe(Object.prototype);
@@ -115,14 +170,25 @@ describe("a node's preflight answer: only what has the shape is kept, and what h
   });
 
   it('a too-large observed value is cut and says so', () => {
-    const r = reportOf('n1', report({ checks: [{ id: 'gpu.count', status: 'fail', observed: 'x'.repeat(1_000_000), fix: 'y'.repeat(1_000_000) }] }));
+    const r = reportOf(
+      'n1',
+      report({
+        checks: [{ id: 'gpu.count', status: 'fail', observed: 'x'.repeat(1_000_000), fix: 'y'.repeat(1_000_000) }],
+      }),
+    );
     expect(r.checks![0]!.observed).toMatch(/\.\.\. \(1000000 characters\)$/);
     expect(r.checks![0]!.observed.length).toBeLessThan(2100);
   });
 });
 
 /** A fake ssh: the node is the address, its answer for each kind of command a file (or a flood, or silence). */
-function fakeNodes(dir: string, nodes: Record<string, Partial<Record<'preflight' | 'operstate' | 'fabric' | 'ping' | 'ray', string | { flood: string } | 'silent'>>>) {
+function fakeNodes(
+  dir: string,
+  nodes: Record<
+    string,
+    Partial<Record<'preflight' | 'operstate' | 'fabric' | 'ping' | 'ray', string | { flood: string } | 'silent'>>
+  >,
+) {
   const names = Object.keys(nodes);
   for (const [i, name] of names.entries())
     for (const [what, a] of Object.entries(nodes[name]!)) {
@@ -155,7 +221,10 @@ echo "bash: line 1: $k: command not found" >&2; exit 127
       .map((n, i) => `  - { name: ${n}, address: 10.9.0.${i + 2}, sshUser: root, interface: eth0, gpus: 8 }`)
       .join('\n')}\nssh: { connectTimeoutSeconds: 5 }\nsparkctl: sparkctl\n`,
   );
-  return { nodesFile: join(dir, 'nodes.yaml'), env: { SPARKCTL_SSH: join(dir, 'ssh'), SPARKCTL_STATE_DIR: join(dir, 'state') } };
+  return {
+    nodesFile: join(dir, 'nodes.yaml'),
+    env: { SPARKCTL_SSH: join(dir, 'ssh'), SPARKCTL_STATE_DIR: join(dir, 'state') },
+  };
 }
 
 describe('preflight --nodes against nodes whose answers lie', () => {
@@ -174,7 +243,12 @@ describe('preflight --nodes against nodes whose answers lie', () => {
     );
     return fakeNodes(dir, {
       // the head: escape sequences in every string it says
-      escapes: { preflight: escaped, operstate: `up${E}\n`, fabric: `net up${E} 9000 x\naddr 10.9.0.1/24${E}\nib mlx5_0${E} 1 ACTIVE\n`, ray: `ray${E}` },
+      escapes: {
+        preflight: escaped,
+        operstate: `up${E}\n`,
+        fabric: `net up${E} 9000 x\naddr 10.9.0.1/24${E}\nib mlx5_0${E} 1 ACTIVE\n`,
+        ray: `ray${E}`,
+      },
       // numbers that are no numbers, a summary that says no failure beside a failing check
       nonsense: {
         preflight: JSON.stringify(
@@ -190,9 +264,17 @@ describe('preflight --nodes against nodes whose answers lie', () => {
         operstate: 'up\n',
       },
       // an endless answer to everything
-      flood: { preflight: { flood: '{"checks":[' }, operstate: { flood: 'up' }, fabric: { flood: 'net up 9000 100000' }, ping: { flood: 'ping 10.9.0.1 reach ok' } },
+      flood: {
+        preflight: { flood: '{"checks":[' },
+        operstate: { flood: 'up' },
+        fabric: { flood: 'net up 9000 100000' },
+        ping: { flood: 'ping 10.9.0.1 reach ok' },
+      },
       // no report: an HTML page with a retitle sequence, a JSON array
-      malformed: { preflight: `<html><title>\u001b]0;pwned\u0007</title>\n${'<p>'.repeat(5000)}\n`, operstate: '[1,2]' },
+      malformed: {
+        preflight: `<html><title>\u001b]0;pwned\u0007</title>\n${'<p>'.repeat(5000)}\n`,
+        operstate: '[1,2]',
+      },
     });
   };
 
@@ -208,9 +290,15 @@ describe('preflight --nodes against nodes whose answers lie', () => {
       expect(out).not.toMatch(/internal error/);
       // the terminal gets data only
       const raw = RAW.exec(out);
-      expect(raw, `raw ${JSON.stringify(raw?.[0])} at ${raw ? JSON.stringify(out.slice(Math.max(0, raw.index - 80), raw.index + 20)) : ''}`).toBeNull();
+      expect(
+        raw,
+        `raw ${JSON.stringify(raw?.[0])} at ${raw ? JSON.stringify(out.slice(Math.max(0, raw.index - 80), raw.index + 20)) : ''}`,
+      ).toBeNull();
       const nan = NOT_A_NUMBER.exec(out);
-      expect(nan, `${nan?.[0]} in ${nan ? JSON.stringify(out.slice(Math.max(0, nan.index - 100), nan.index + 40)) : ''}`).toBeNull();
+      expect(
+        nan,
+        `${nan?.[0]} in ${nan ? JSON.stringify(out.slice(Math.max(0, nan.index - 100), nan.index + 40)) : ''}`,
+      ).toBeNull();
       // bounded: a flood of 4 MiB per answer is not printed back
       expect(out.length).toBeLessThan(200_000);
       // ended by the size bound, not by the 60 s deadline

@@ -13,7 +13,12 @@ import type { NodeStep } from '../../src/engine/cluster/ray-plan.js';
 const nodes = (gpus: number, n: number) =>
   NodesFile.parse({
     head: { name: 'n0', address: '10.0.0.1', interface: 'eth0', gpus },
-    workers: Array.from({ length: n - 1 }, (_, i) => ({ name: `n${i + 1}`, address: `10.0.0.${i + 2}`, interface: 'eth0', gpus })),
+    workers: Array.from({ length: n - 1 }, (_, i) => ({
+      name: `n${i + 1}`,
+      address: `10.0.0.${i + 2}`,
+      interface: 'eth0',
+      gpus,
+    })),
   });
 const TOKEN = 'hf_NOTAREALTOKEN0123456789abcdefXYZ';
 const HEAD_ENV = { HOME: '/home/op', HF_HUB_CACHE: '/srv/hf/hub', HF_TOKEN: TOKEN, HF_HOME: '/srv/hf-home' };
@@ -54,7 +59,13 @@ const cases: Case[] = [
     env_has: { HF_HUB_CACHE: '/srv/hf/hub' },
     env_lacks: ['HF_HUB_OFFLINE'],
   },
-  { name: 'native, HF_HOME only here: its hub/ folder', profile: 'gpt-oss-120b-2spark', nf: SPARKS, env: { HOME: '/home/op', HF_HOME: '/data/hf' }, env_has: { HF_HUB_CACHE: '/data/hf/hub' } },
+  {
+    name: 'native, HF_HOME only here: its hub/ folder',
+    profile: 'gpt-oss-120b-2spark',
+    nf: SPARKS,
+    env: { HOME: '/home/op', HF_HOME: '/data/hf' },
+    env_has: { HF_HUB_CACHE: '/data/hf/hub' },
+  },
   {
     name: "native, no variable here: the operator's own ~/.cache (not the ssh login's)",
     profile: 'gpt-oss-120b-2spark',
@@ -62,7 +73,13 @@ const cases: Case[] = [
     env: { HOME: '/home/op' },
     env_has: { HF_HUB_CACHE: '/home/op/.cache/huggingface/hub' },
   },
-  { name: 'native, XDG_CACHE_HOME here', profile: 'gpt-oss-120b-2spark', nf: SPARKS, env: { HOME: '/home/op', XDG_CACHE_HOME: '/xdg' }, env_has: { HF_HUB_CACHE: '/xdg/huggingface/hub' } },
+  {
+    name: 'native, XDG_CACHE_HOME here',
+    profile: 'gpt-oss-120b-2spark',
+    nf: SPARKS,
+    env: { HOME: '/home/op', XDG_CACHE_HOME: '/xdg' },
+    env_has: { HF_HUB_CACHE: '/xdg/huggingface/hub' },
+  },
   {
     name: 'native, container: the cache mounted at the same path, --env on each run line',
     profile: 'gpt-oss-120b-2spark',
@@ -81,7 +98,13 @@ const cases: Case[] = [
     env_has: { VLLM_CACHE_ROOT: '/var/cache/vllm-shared', HF_HUB_CACHE: '/srv/hf/hub' },
     mounts: ['/var/cache/vllm-shared:/var/cache/vllm-shared:rw', '/srv/hf/hub:/srv/hf/hub:ro'],
   },
-  { name: "the profile's own HF_HUB_CACHE wins over this host's", profile: 'gpt-oss-120b-2spark', nf: SPARKS, sets: ['env.HF_HUB_CACHE=/models/hub'], env_has: { HF_HUB_CACHE: '/models/hub' } },
+  {
+    name: "the profile's own HF_HUB_CACHE wins over this host's",
+    profile: 'gpt-oss-120b-2spark',
+    nf: SPARKS,
+    sets: ['env.HF_HUB_CACHE=/models/hub'],
+    env_has: { HF_HUB_CACHE: '/models/hub' },
+  },
   {
     name: "container.hfCache: the node's own folder is the container's cache, no HF_HUB_CACHE",
     profile: 'gpt-oss-120b-2spark',
@@ -152,7 +175,10 @@ function envOf(s: NodeStep): Record<string, string> {
   });
   return out;
 }
-const mountsOf = (s: NodeStep) => s.argv[0]!.flatMap((a, i, all) => (a === '--volume' ? [all[i + 1]!.replace(/:ro$/, ':ro').replace(/^([^:]+:[^:]+)$/, '$1:rw')] : []));
+const mountsOf = (s: NodeStep) =>
+  s.argv[0]!.flatMap((a, i, all) =>
+    a === '--volume' ? [all[i + 1]!.replace(/:ro$/, ':ro').replace(/^([^:]+:[^:]+)$/, '$1:rw')] : [],
+  );
 
 describe('serve --nodes: where the model is, on every node', () => {
   it.each(cases)('$name', (c) => {
@@ -173,7 +199,9 @@ describe('serve --nodes: where the model is, on every node', () => {
       expect(env, s.node).toMatchObject(c.env_has);
       for (const k of c.env_lacks ?? []) expect(env[k], `${s.node} ${k}`).toBeUndefined();
       // the node's own address stays its own
-      expect(env.VLLM_HOST_IP).toBe(c.nf.head.name === s.node ? c.nf.head.address : c.nf.workers.find((w) => w.name === s.node)!.address);
+      expect(env.VLLM_HOST_IP).toBe(
+        c.nf.head.name === s.node ? c.nf.head.address : c.nf.workers.find((w) => w.name === s.node)!.address,
+      );
       if (c.runtime) {
         expect(s.container, s.node).toBeDefined();
         const m = mountsOf(s);
@@ -195,9 +223,18 @@ describe('serve --nodes: where the model is, on every node', () => {
   });
 
   it('the dry-run envelope says where the model is read, and each note is one line', () => {
-    const pc = planCluster('gpt-oss-120b-2spark', SPARKS, { nodesFile: '/abs/nodes.yaml', engine: 'vllm', vllmBin: 'vllm', prewarm: false, offline: true, here: { env: HEAD_ENV, cwd: '/' } });
+    const pc = planCluster('gpt-oss-120b-2spark', SPARKS, {
+      nodesFile: '/abs/nodes.yaml',
+      engine: 'vllm',
+      vllmBin: 'vllm',
+      prewarm: false,
+      offline: true,
+      here: { env: HEAD_ENV, cwd: '/' },
+    });
     expect(pc.model.env).toEqual({ HF_HUB_CACHE: '/srv/hf/hub', HF_HUB_OFFLINE: '1' });
-    expect(pc.model.notes.join('\n')).toMatch(/HF_HUB_CACHE=\/srv\/hf\/hub on every node: this host's cache, where pull --nodes copies it/);
+    expect(pc.model.notes.join('\n')).toMatch(
+      /HF_HUB_CACHE=\/srv\/hf\/hub on every node: this host's cache, where pull --nodes copies it/,
+    );
     for (const n of pc.model.notes) expect(n).not.toContain('\n');
   });
 });

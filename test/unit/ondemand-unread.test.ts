@@ -7,8 +7,15 @@ import { OnDemand, type OnDemandHost, type OnDemandProfile } from '../../src/gat
 import type { GatewayModel, GatewaySettings } from '../../src/gateway/plan.js';
 
 const GiB = 2 ** 30;
-const model = (profile: string, backend: string): GatewayModel => ({ name: profile, profile, backend, servers: [{ name: `${profile}-0`, host: '127.0.0.1', port: 1 }] }) as unknown as GatewayModel;
-const od = (profile: string): OnDemandProfile => ({ profile, pinned: false, serveArgs: [], needBytes: 30 * GiB, weightsBytes: 10 * GiB }) as OnDemandProfile;
+const model = (profile: string, backend: string): GatewayModel =>
+  ({
+    name: profile,
+    profile,
+    backend,
+    servers: [{ name: `${profile}-0`, host: '127.0.0.1', port: 1 }],
+  }) as unknown as GatewayModel;
+const od = (profile: string): OnDemandProfile =>
+  ({ profile, pinned: false, serveArgs: [], needBytes: 30 * GiB, weightsBytes: 10 * GiB }) as OnDemandProfile;
 
 function host(unread: string | undefined) {
   const calls: string[] = [];
@@ -26,18 +33,28 @@ function host(unread: string | undefined) {
   return { h, calls };
 }
 
-const settings = { onDemand: { gpuMemoryBytes: 48 * GiB, unified: false, evict: 'stop' } } as unknown as GatewaySettings;
+const settings = {
+  onDemand: { gpuMemoryBytes: 48 * GiB, unified: false, evict: 'stop' },
+} as unknown as GatewaySettings;
 
 describe('on demand, the count of requests in flight unread', () => {
   it('unread: the idle-looking model is not evicted, and the refusal names why', async () => {
     const { h, calls } = host("HAProxy's stat socket: no answer in 5000 ms");
-    const o = new OnDemand(settings, [od('a'), od('b')], h, { stateDir: '/nonexistent', sparkctl: '/bin/false', startTimeoutMs: 1000 });
+    const o = new OnDemand(settings, [od('a'), od('b')], h, {
+      stateDir: '/nonexistent',
+      sparkctl: '/bin/false',
+      startTimeoutMs: 1000,
+    });
     await expect(o.roomFor('b')).rejects.toThrow(/a's requests in flight could not be read/);
     expect(calls).toEqual([]);
   });
   it('read, and 0 in flight: the same model is evicted (taken out of rotation first)', async () => {
     const { h, calls } = host(undefined);
-    const o = new OnDemand(settings, [od('a'), od('b')], h, { stateDir: '/nonexistent', sparkctl: '/bin/false', startTimeoutMs: 1000 });
+    const o = new OnDemand(settings, [od('a'), od('b')], h, {
+      stateDir: '/nonexistent',
+      sparkctl: '/bin/false',
+      startTimeoutMs: 1000,
+    });
     await o.roomFor('b').catch(() => undefined);
     expect(calls[0]).toBe('rotation a true');
   });

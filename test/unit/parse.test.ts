@@ -28,7 +28,9 @@ const cap = (f: string) => readFileSync(join(FIXTURES, 'captures', f), 'utf8');
 const bundleOut = (bundle: string, argv0: string[]) => {
   const dir = join(FIXTURES, 'bundles', bundle);
   const m = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
-  const c = m.commands.find((x: { argv: string[] }) => JSON.stringify(x.argv.slice(0, argv0.length)) === JSON.stringify(argv0));
+  const c = m.commands.find(
+    (x: { argv: string[] }) => JSON.stringify(x.argv.slice(0, argv0.length)) === JSON.stringify(argv0),
+  );
   return readFileSync(join(dir, c.stdout), 'utf8');
 };
 
@@ -64,17 +66,29 @@ describe('query-gpu CSV', () => {
 
   it('the header-bearing capture with units gives the same values', () => {
     const rows = P.parseQueryGpuWithHeader(cap('query-gpu-csv.txt'));
-    expect(rows[1]).toMatchObject({ index: '1', 'memory.total': '143771', 'power.limit': '700.00', 'utilization.gpu': '0' });
+    expect(rows[1]).toMatchObject({
+      index: '1',
+      'memory.total': '143771',
+      'power.limit': '700.00',
+      'utilization.gpu': '0',
+    });
   });
 
   it('glues names that contain commas back together', () => {
     const fields = ['index', 'name', 'memory.total'];
-    expect(P.parseQueryGpu('0, NVIDIA A100-SXM4-80GB, rev, 2, 81920\n', fields)[0]).toEqual({ index: '0', name: 'NVIDIA A100-SXM4-80GB, rev, 2', 'memory.total': '81920' });
+    expect(P.parseQueryGpu('0, NVIDIA A100-SXM4-80GB, rev, 2, 81920\n', fields)[0]).toEqual({
+      index: '0',
+      name: 'NVIDIA A100-SXM4-80GB, rev, 2',
+      'memory.total': '81920',
+    });
   });
 
-  it.each(['[N/A]', '[Not Supported]', '[Requested functionality has been deprecated]', 'N/A'])('placeholder %s reads as absent', (ph) => {
-    expect(P.parseQueryGpu(`0, ${ph}`, ['index', 'memory.total'])[0]!['memory.total']).toBeUndefined();
-  });
+  it.each(['[N/A]', '[Not Supported]', '[Requested functionality has been deprecated]', 'N/A'])(
+    'placeholder %s reads as absent',
+    (ph) => {
+      expect(P.parseQueryGpu(`0, ${ph}`, ['index', 'memory.total'])[0]!['memory.total']).toBeUndefined();
+    },
+  );
 
   it('names the invalid field of a failed query', () => {
     expect(P.invalidField(cap('query-gpu-bad-field.txt'))).toBe('not.a.field');
@@ -108,7 +122,12 @@ describe('nvidia-smi -q', () => {
     const q = P.parseSmiQ(cap('nvidia-smi-q.txt'));
     expect(q.cudaVersion).toBe('13.0');
     expect(q.gpus).toHaveLength(2);
-    expect(q.gpus[0]).toMatchObject({ gspFirmware: '580.159.04', inforomImage: 'G520.0282.02.02', fabricState: 'Completed', fabricStatus: 'Success' });
+    expect(q.gpus[0]).toMatchObject({
+      gspFirmware: '580.159.04',
+      inforomImage: 'G520.0282.02.02',
+      fabricState: 'Completed',
+      fabricStatus: 'Success',
+    });
   });
 });
 
@@ -120,7 +139,9 @@ describe('topo -m', () => {
     expect(t.numa).toEqual(['0', '0']);
   });
   it('reads SYS and PIX', () => {
-    const t = P.parseTopo('\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\tSYS\t0-15\t0\nGPU1\tPIX\t X \tSYS\t0-15\t0\nGPU2\tSYS\tSYS\t X \t16-31\t1\n')!;
+    const t = P.parseTopo(
+      '\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\tSYS\t0-15\t0\nGPU1\tPIX\t X \tSYS\t0-15\t0\nGPU2\tSYS\tSYS\t X \t16-31\t1\n',
+    )!;
     expect(t.link(0, 2)).toBe('SYS');
     expect(t.link(0, 1)).toBe('PIX');
   });
@@ -138,8 +159,15 @@ describe('throttle reasons', () => {
 
 describe('other host outputs', () => {
   it('nvcc', () => expect(P.parseNvcc('Cuda compilation tools, release 13.0, V13.0.88')).toBe('13.0.88'));
-  it('nccl.h', () => expect(P.parseHeaderVersion('#define NCCL_MAJOR 2\n#define NCCL_MINOR 18\n#define NCCL_PATCH 1\n', 'NCCL')).toBe('2.18.1'));
-  it('torch/version.py', () => expect(P.parseTorchVersionPy("__version__ = '2.1.2+cu121'\ncuda: Optional[str] = '12.1'\n")).toEqual({ version: '2.1.2+cu121', cuda: '12.1' }));
+  it('nccl.h', () =>
+    expect(P.parseHeaderVersion('#define NCCL_MAJOR 2\n#define NCCL_MINOR 18\n#define NCCL_PATCH 1\n', 'NCCL')).toBe(
+      '2.18.1',
+    ));
+  it('torch/version.py', () =>
+    expect(P.parseTorchVersionPy("__version__ = '2.1.2+cu121'\ncuda: Optional[str] = '12.1'\n")).toEqual({
+      version: '2.1.2+cu121',
+      cuda: '12.1',
+    }));
   it('limits', () => {
     const t =
       'Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 1048576              files\nMax locked memory         unlimited            unlimited            bytes\n';
@@ -147,11 +175,14 @@ describe('other host outputs', () => {
     expect(P.parseLimit(t, 'Max locked memory')).toBe(Infinity);
   });
   it('listening ports from /proc/net/tcp', () => {
-    const t = '  sl  local_address rem_address   st\n   0: 0100007F:1F40 00000000:0000 0A\n   1: 0100007F:1F41 0100007F:9C40 01\n';
+    const t =
+      '  sl  local_address rem_address   st\n   0: 0100007F:1F40 00000000:0000 0A\n   1: 0100007F:1F41 0100007F:9C40 01\n';
     expect([...P.parseListeningPorts(t)]).toEqual([8000]);
   });
   it('Xid lines', () => {
-    const x = P.parseXid('[  5.1] NVRM: Xid (PCI:0000:b1:00): 79, pid=1234, GPU has fallen off the bus.\n[ 6.0] NVRM: Xid (PCI:0000:b2:00): 13, Graphics Exception');
+    const x = P.parseXid(
+      '[  5.1] NVRM: Xid (PCI:0000:b1:00): 79, pid=1234, GPU has fallen off the bus.\n[ 6.0] NVRM: Xid (PCI:0000:b2:00): 13, Graphics Exception',
+    );
     expect(x.map((e) => e.code)).toEqual([79, 13]);
   });
   it('ray status', () => {

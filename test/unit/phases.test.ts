@@ -11,9 +11,21 @@ const fixture = (name: string) => readFileSync(new URL(`../fixtures/vllm-start/$
 describe('factOf: one vLLM line -> what it says about the start', () => {
   const cases: Array<[string, string, ReturnType<typeof factOf>]> = [
     // real, the CPU build (0.27.2.dev0+g6adad0876)
-    ['default_loader.py', '(Worker pid=17109) INFO 12-04 14:06:03 [default_loader.py:430] Loading weights took 0.03 seconds', { kind: 'weights', fileSeconds: 0.03 }],
-    ['tqdm bar', '(Worker pid=17109) Loading safetensors checkpoint shards: 100% Completed | 1/1 [00:00<00:00, 72.37it/s]', { kind: 'phase', id: 'files' }],
-    ['cpu_model_runner.py', '(Worker pid=17109) INFO 12-04 14:06:03 [cpu_model_runner.py:150] Warming up model for the compilation...', { kind: 'compile', begin: true }],
+    [
+      'default_loader.py',
+      '(Worker pid=17109) INFO 12-04 14:06:03 [default_loader.py:430] Loading weights took 0.03 seconds',
+      { kind: 'weights', fileSeconds: 0.03 },
+    ],
+    [
+      'tqdm bar',
+      '(Worker pid=17109) Loading safetensors checkpoint shards: 100% Completed | 1/1 [00:00<00:00, 72.37it/s]',
+      { kind: 'phase', id: 'files' },
+    ],
+    [
+      'cpu_model_runner.py',
+      '(Worker pid=17109) INFO 12-04 14:06:03 [cpu_model_runner.py:150] Warming up model for the compilation...',
+      { kind: 'compile', begin: true },
+    ],
     [
       'decorators.py save',
       '(Worker pid=17109) INFO 12-04 14:08:39 [decorators.py:708] saved AOT compiled function to /tmp/cs-cache1/torch_compile_cache/torch_aot_compile/926f/rank_0_0/model',
@@ -24,7 +36,11 @@ describe('factOf: one vLLM line -> what it says about the start', () => {
       '(EngineCore pid=16270) INFO 12-04 14:09:03 [kv_cache_utils.py:1869] GPU KV cache size: 65,536 tokens, Maximum concurrency for 512 tokens per request: 128.00x',
       { kind: 'phase', id: 'kv-cache', detail: '65,536 tokens' },
     ],
-    ['core.py', '(EngineCore pid=16270) INFO 12-04 14:09:03 [core.py:352] init engine (profile, create kv cache, warmup model) took 179.68 s', { kind: 'phase', id: 'engine', seconds: 179.68 }],
+    [
+      'core.py',
+      '(EngineCore pid=16270) INFO 12-04 14:09:03 [core.py:352] init engine (profile, create kv cache, warmup model) took 179.68 s',
+      { kind: 'phase', id: 'engine', seconds: 179.68 },
+    ],
     ['uvicorn', '(APIServer pid=14329) INFO:     Application startup complete.', { kind: 'phase', id: 'api' }],
     // the GPU wording, from the format strings (vllm/compilation/backends.py, monitor.py, gpu_model_runner.py)
     [
@@ -37,17 +53,41 @@ describe('factOf: one vLLM line -> what it says about the start', () => {
       'INFO 11-05 22:41:26 [backends.py:164] Directly load the compiled graph(s) for dynamic shape from the cache, took 0.273 s',
       { kind: 'compile', cache: 'hit', seconds: 0.273 },
     ],
-    ['backends.py miss', '(Worker_TP0 pid=2) INFO 08-14 10:00:40 [backends.py:394] Compiling a graph for compile range (1, 8192) takes 38.12 s', { kind: 'compile', cache: 'miss' }],
-    ['backends.py miss (stored)', 'INFO 08-14 10:00:02 [backends.py:378] Cache the graph of compile range (1, 8192) for later use', { kind: 'compile', cache: 'miss' }],
+    [
+      'backends.py miss',
+      '(Worker_TP0 pid=2) INFO 08-14 10:00:40 [backends.py:394] Compiling a graph for compile range (1, 8192) takes 38.12 s',
+      { kind: 'compile', cache: 'miss' },
+    ],
+    [
+      'backends.py miss (stored)',
+      'INFO 08-14 10:00:02 [backends.py:378] Cache the graph of compile range (1, 8192) for later use',
+      { kind: 'compile', cache: 'miss' },
+    ],
     [
       'backends.py dir',
       "INFO 08-14 10:00:00 [backends.py:1094] Using cache directory: /root/.cache/vllm/torch_compile_cache/abc/rank_0_0/backbone for vLLM's torch.compile",
       { kind: 'compile', dir: '/root/.cache/vllm/torch_compile_cache/abc/rank_0_0/backbone' },
     ],
-    ['backends.py disabled', "INFO 08-14 10:00:00 [backends.py:1092] vLLM's torch.compile cache is disabled.", { kind: 'compile', cache: 'miss', dir: '' }],
-    ['backends.py dynamo', 'INFO 08-14 10:00:00 [backends.py:1155] Dynamo bytecode transform time: 6.75 s', { kind: 'compile', begin: true, seconds: 6.75 }],
-    ['monitor.py (to 0.11)', 'INFO 11-05 22:41:26 [monitor.py:34] torch.compile takes 1.40 s in total', { kind: 'compile', seconds: 1.4, total: true }],
-    ['monitor.py', 'INFO 08-14 10:00:41 [monitor.py:53] torch.compile took 45.20 s in total', { kind: 'compile', seconds: 45.2, total: true }],
+    [
+      'backends.py disabled',
+      "INFO 08-14 10:00:00 [backends.py:1092] vLLM's torch.compile cache is disabled.",
+      { kind: 'compile', cache: 'miss', dir: '' },
+    ],
+    [
+      'backends.py dynamo',
+      'INFO 08-14 10:00:00 [backends.py:1155] Dynamo bytecode transform time: 6.75 s',
+      { kind: 'compile', begin: true, seconds: 6.75 },
+    ],
+    [
+      'monitor.py (to 0.11)',
+      'INFO 11-05 22:41:26 [monitor.py:34] torch.compile takes 1.40 s in total',
+      { kind: 'compile', seconds: 1.4, total: true },
+    ],
+    [
+      'monitor.py',
+      'INFO 08-14 10:00:41 [monitor.py:53] torch.compile took 45.20 s in total',
+      { kind: 'compile', seconds: 45.2, total: true },
+    ],
     [
       'decorators.py AOT hit',
       'INFO 08-14 10:00:02 [decorators.py:700] Directly load AOT compilation from path /root/.cache/vllm/torch_compile_cache/torch_aot_compile/926f/rank_0_0/model',
@@ -68,8 +108,16 @@ describe('factOf: one vLLM line -> what it says about the start', () => {
       '(Worker pid=3) INFO 08-14 10:00:10 [gpu_model_runner.py:5503] Model loading took 15.2 GiB memory and 12.503311 seconds',
       { kind: 'weights', gib: 15.2, seconds: 12.503311 },
     ],
-    ['gpu_model_runner.py to 0.11', 'INFO 05-01 10:00:10 [gpu_model_runner.py:1802] Model loading took 8.3819 GiB and 12.5 seconds', { kind: 'weights', gib: 8.3819, seconds: 12.5 }],
-    ['graphs', 'INFO 08-14 10:00:50 [gpu_model_runner.py:7033] Graph capturing finished in 9 secs, took 0.52 GiB', { kind: 'phase', id: 'cuda-graphs', seconds: 9 }],
+    [
+      'gpu_model_runner.py to 0.11',
+      'INFO 05-01 10:00:10 [gpu_model_runner.py:1802] Model loading took 8.3819 GiB and 12.5 seconds',
+      { kind: 'weights', gib: 8.3819, seconds: 12.5 },
+    ],
+    [
+      'graphs',
+      'INFO 08-14 10:00:50 [gpu_model_runner.py:7033] Graph capturing finished in 9 secs, took 0.52 GiB',
+      { kind: 'phase', id: 'cuda-graphs', seconds: 9 },
+    ],
     // torch's own cache lines (a CPU build compiles through them; TORCH_LOGS on their loggers), as torch
     // 2.13 printed them here (torch/_inductor/codecache.py:2299/2316, _aot_autograd/autograd_cache.py:1028/1055)
     [
@@ -82,10 +130,26 @@ describe('factOf: one vLLM line -> what it says about the start', () => {
       '(Worker pid=8260) I1204 17:27:46.194000 9453 /x/torch/_functorch/_aot_autograd/autograd_cache.py:1028] [0/0] AOTAutograd cache hit for key a4',
       { kind: 'compile', cache: 'hit' },
     ],
-    ['codecache.py miss', 'I1204 17:25:06.120000 6198 /x/torch/_inductor/codecache.py:2316] [0/0] fx graph cache miss for key fsih7257tnyyzjlb6zoy2q2', { kind: 'compile', cache: 'miss' }],
-    ['autograd_cache.py miss', 'I1204 17:25:04.604000 6198 /x/torch/_functorch/_aot_autograd/autograd_cache.py:1055] [0/0] AOTAutograd cache miss for key ', { kind: 'compile', cache: 'miss' }],
-    ['codecache.py bypass', "I1204 17:25:04.604000 6198 /x/torch/_inductor/codecache.py:2247] [0/0] Bypassing FX Graph Cache because 'unsupported op'", { kind: 'compile', cache: 'miss' }],
-    ['autograd_cache.py writing (not a verdict)', 'I1204 17:26:54.775000 6198 /x/torch/_functorch/_aot_autograd/autograd_cache.py:1284] [0/0] Writing AOTAutograd cache entry to /c', undefined],
+    [
+      'codecache.py miss',
+      'I1204 17:25:06.120000 6198 /x/torch/_inductor/codecache.py:2316] [0/0] fx graph cache miss for key fsih7257tnyyzjlb6zoy2q2',
+      { kind: 'compile', cache: 'miss' },
+    ],
+    [
+      'autograd_cache.py miss',
+      'I1204 17:25:04.604000 6198 /x/torch/_functorch/_aot_autograd/autograd_cache.py:1055] [0/0] AOTAutograd cache miss for key ',
+      { kind: 'compile', cache: 'miss' },
+    ],
+    [
+      'codecache.py bypass',
+      "I1204 17:25:04.604000 6198 /x/torch/_inductor/codecache.py:2247] [0/0] Bypassing FX Graph Cache because 'unsupported op'",
+      { kind: 'compile', cache: 'miss' },
+    ],
+    [
+      'autograd_cache.py writing (not a verdict)',
+      'I1204 17:26:54.775000 6198 /x/torch/_functorch/_aot_autograd/autograd_cache.py:1284] [0/0] Writing AOTAutograd cache entry to /c',
+      undefined,
+    ],
     ['noise', '(APIServer pid=14329) INFO 12-04 14:04:23 [model.py:1975] Using max model len 512', undefined],
   ];
   it.each(cases)('%s', (_where, line, want) => expect(factOf(line)).toEqual(want));
@@ -125,7 +189,9 @@ describe('StartClock on a real cold start of the CPU build', () => {
     const r2 = clock.report();
     expect(r2.readyMs).toBe(330_000);
     expect(r2.firstTokenMs).toBe(345_000);
-    expect(startLine(r2)).toMatch(/compile \d+\.\d s \(cache miss, took 156 s\).*API up 326\.0 s · first token 345\.0 s$/);
+    expect(startLine(r2)).toMatch(
+      /compile \d+\.\d s \(cache miss, took 156 s\).*API up 326\.0 s · first token 345\.0 s$/,
+    );
   });
 });
 
@@ -184,7 +250,10 @@ describe('StartClock: hit and miss over a GPU start', () => {
   it("a warm start: every graph loaded from the cache is a hit, with vLLM's total", () => {
     const r = feed([
       [1, 'INFO 08-14 10:00:00 [backends.py:1155] Dynamo bytecode transform time: 6.75 s'],
-      [3, 'INFO 08-14 10:00:00 [backends.py:292] Directly load the compiled graph(s) for compile range (1, 8192) from the cache, took 2.517 s'],
+      [
+        3,
+        'INFO 08-14 10:00:00 [backends.py:292] Directly load the compiled graph(s) for compile range (1, 8192) from the cache, took 2.517 s',
+      ],
       [3, 'INFO 08-14 10:00:00 [monitor.py:53] torch.compile took 9.30 s in total'],
     ]);
     expect(r.compile).toMatchObject({ cache: 'hit', seconds: 9.3 });
@@ -192,7 +261,10 @@ describe('StartClock: hit and miss over a GPU start', () => {
   });
   it('one graph compiled again makes the start a miss, whatever loaded from the cache', () => {
     const r = feed([
-      [3, 'INFO 08-14 10:00:00 [backends.py:292] Directly load the compiled graph(s) for compile range (1, 8192) from the cache, took 2.517 s'],
+      [
+        3,
+        'INFO 08-14 10:00:00 [backends.py:292] Directly load the compiled graph(s) for compile range (1, 8192) from the cache, took 2.517 s',
+      ],
       [9, 'INFO 08-14 10:00:00 [backends.py:394] Compiling a graph for compile range (8193, 16384) takes 5.00 s'],
       [9, 'INFO 08-14 10:00:00 [monitor.py:53] torch.compile took 14.00 s in total'],
     ]);
@@ -200,7 +272,9 @@ describe('StartClock: hit and miss over a GPU start', () => {
     expect(r.compile?.evidence).toMatch(/^Compiling a graph/);
   });
   it('eager: compile off, no compile phase', () => {
-    const r = feed([[1, 'INFO 08-14 10:00:00 [vllm.py:800] Enforce eager set, disabling torch.compile and CUDAGraphs.']]);
+    const r = feed([
+      [1, 'INFO 08-14 10:00:00 [vllm.py:800] Enforce eager set, disabling torch.compile and CUDAGraphs.'],
+    ]);
     expect(r.compile).toMatchObject({ cache: 'off' });
     expect(r.phases.map((p) => p.id)).toEqual(['process']);
     expect(startLine(r)).toContain('compile: off');
@@ -208,7 +282,12 @@ describe('StartClock: hit and miss over a GPU start', () => {
 });
 
 describe('startOf: a report read back from a registry entry is checked', () => {
-  const good = { phases: [{ id: 'api', atMs: 3000 }], compile: { cache: 'hit', seconds: 2 }, readyMs: 3000, readAhead: { skipped: 'unified memory' } };
+  const good = {
+    phases: [{ id: 'api', atMs: 3000 }],
+    compile: { cache: 'hit', seconds: 2 },
+    readyMs: 3000,
+    readAhead: { skipped: 'unified memory' },
+  };
   it.each([
     ['a report', good, good],
     ['absent', undefined, null],

@@ -5,7 +5,17 @@
 import { mkdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { lockDisagreement, lockFileOf, lockNotWritable, pinsAt, readPins, writePin, writePinFile, type Pin, type PinFile } from '../../src/engine/pins.js';
+import {
+  lockDisagreement,
+  lockFileOf,
+  lockNotWritable,
+  pinsAt,
+  readPins,
+  writePin,
+  writePinFile,
+  type Pin,
+  type PinFile,
+} from '../../src/engine/pins.js';
 import { UsageError } from '../../src/errors.js';
 import { parseProfile } from '../../src/profiles/load.js';
 import { tempDir, rmrf } from '../helpers.js';
@@ -53,7 +63,12 @@ describe('a lock file against the state folder (pure)', () => {
   const rows: Array<[string, Pin, Pin | undefined, RegExp | undefined]> = [
     ['the same pin', pin(A), pin(A, { at: '2026-12-06T00:00:00Z' }), undefined],
     ['no state yet (a lock copied to a fresh host)', pin(A), undefined, undefined],
-    ['another image', pin(A), pin(B), /lock\.json pins r\.io\/v@sha256:a{64}, vLLM 0\.25\.0 .*state folder .* pins r\.io\/v@sha256:b{64}, vLLM 0\.25\.0 .*the lock file's pin runs/],
+    [
+      'another image',
+      pin(A),
+      pin(B),
+      /lock\.json pins r\.io\/v@sha256:a{64}, vLLM 0\.25\.0 .*state folder .* pins r\.io\/v@sha256:b{64}, vLLM 0\.25\.0 .*the lock file's pin runs/,
+    ],
     ['the same image, another vLLM version stated', pin(A), pin(A, { vllmVersion: '0.28.0' }), /vLLM 0\.28\.0/],
     [
       'another host install',
@@ -143,7 +158,11 @@ describe('the one reader and the writer, on files', () => {
   it.each([
     ['not JSON', 'nope', /not JSON/],
     ['another profile', JSON.stringify({ generatedBy: 'x', ...file(pin(A)), profile: 'q' }), /pins profile "q", not p/],
-    ['a moved tag where a digest belongs', JSON.stringify({ generatedBy: 'x', ...file(pin(A, { imagePinned: 'r.io/v:latest' })) }), /imagePinned/],
+    [
+      'a moved tag where a digest belongs',
+      JSON.stringify({ generatedBy: 'x', ...file(pin(A, { imagePinned: 'r.io/v:latest' })) }),
+      /imagePinned/,
+    ],
     ['no generatedBy line', JSON.stringify(file(pin(A))), /generatedBy/],
   ])('a hostile lock file (%s) is bad input naming it', (_w, text, want) => {
     const f = fresh();

@@ -31,11 +31,14 @@ describe('pollUntil', () => {
     for (let k = 1; k < c.at.length; k++) expect(c.at[k]! - c.at[k - 1]!).toBeGreaterThanOrEqual(15);
   });
 
-  it.each([Number.NaN, undefined as unknown as number, -5])('a deadline of %s is no time to wait: one reading, then deadline (never a wait without end)', async (deadlineMs) => {
-    const c = counter([1]);
-    const r = await pollUntil(c.read, (v) => v === 0, { deadlineMs, intervalMs: 10 });
-    expect(r).toMatchObject({ done: false, reason: 'deadline', value: 1, readings: 1 });
-  });
+  it.each([Number.NaN, undefined as unknown as number, -5])(
+    'a deadline of %s is no time to wait: one reading, then deadline (never a wait without end)',
+    async (deadlineMs) => {
+      const c = counter([1]);
+      const r = await pollUntil(c.read, (v) => v === 0, { deadlineMs, intervalMs: 10 });
+      expect(r).toMatchObject({ done: false, reason: 'deadline', value: 1, readings: 1 });
+    },
+  );
 
   it('an interval that is no number (a back-off function gone wrong) still ends at the deadline', async () => {
     const c = counter([1]);
@@ -66,7 +69,11 @@ describe('pollUntil', () => {
 
   it('deadline 0: one reading', async () => {
     const c = counter([1]);
-    expect(await pollUntil(c.read, () => false, { deadlineMs: 0, intervalMs: 50 })).toMatchObject({ done: false, reason: 'deadline', readings: 1 });
+    expect(await pollUntil(c.read, () => false, { deadlineMs: 0, intervalMs: 50 })).toMatchObject({
+      done: false,
+      reason: 'deadline',
+      readings: 1,
+    });
   });
 
   it('an abort ends the pause at once, with the last reading', async () => {

@@ -34,7 +34,8 @@ class ContainerHost implements Host {
             ? `${argv[0]} ${['version', 'info', 'inspect'].find((w) => argv.includes(w))}`
             : undefined;
     if (!k) return this.inner.run(argv);
-    const a = this.answers[k] ?? (k.startsWith('docker') ? notFound : { exitCode: 1, stderr: `no canned answer for ${k}` });
+    const a =
+      this.answers[k] ?? (k.startsWith('docker') ? notFound : { exitCode: 1, stderr: `no canned answer for ${k}` });
     return { argv, stdout: '', stderr: '', durationMs: 1, ...a };
   }
   hasFile(p: string) {
@@ -66,7 +67,14 @@ async function preflight(answers: Record<string, Canned>, sets: string[] = C) {
 }
 // the 2 x H200 capture is detected as a Hopper host, whose default image is vllm/vllm-openai:v<version>: pinned here
 const C = ['engine.runtime=container', 'container.image=nvcr.io/nvidia/vllm:25.10-py3'];
-const CONTAINER = ['container.cli', 'container.oci-runtime', 'container.image', 'container.toolkit', 'container.cdi', 'container.toolkit.docker'];
+const CONTAINER = [
+  'container.cli',
+  'container.oci-runtime',
+  'container.image',
+  'container.toolkit',
+  'container.cdi',
+  'container.toolkit.docker',
+];
 
 describe('preflight: the container runtime', () => {
   it("all there (podman): the profile's image is the one asked about; the host's vLLM/PyTorch/NCCL checks skip, saying why", async () => {
@@ -79,12 +87,17 @@ describe('preflight: the container runtime', () => {
       ['container.cdi', 'pass'],
       ['container.toolkit.docker', 'skip'],
     ]);
-    expect(byId['container.image']!.observed).toBe('nvcr.io/nvidia/vllm:25.10-py3 is present (a8d4bdad4836, vLLM 0.10.2+9dd9ca32 by its label)');
+    expect(byId['container.image']!.observed).toBe(
+      'nvcr.io/nvidia/vllm:25.10-py3 is present (a8d4bdad4836, vLLM 0.10.2+9dd9ca32 by its label)',
+    );
     expect(argv.find((a) => a.includes('inspect'))!.at(-1)).toBe('nvcr.io/nvidia/vllm:25.10-py3');
     expect(byId['container.oci-runtime']!.observed).toBe('crun (/usr/bin/crun)');
     expect(byId['container.cdi']).toMatchObject({ expected: 'CDI devices nvidia.com/gpu=0, nvidia.com/gpu=1' });
     for (const id of ['vllm.installed', 'torch.build', 'nccl.version', 'cudnn.version'])
-      expect(byId[id], id).toMatchObject({ status: 'skip', observed: expect.stringContaining('engine.runtime: container') });
+      expect(byId[id], id).toMatchObject({
+        status: 'skip',
+        observed: expect.stringContaining('engine.runtime: container'),
+      });
     // the driver still matters: the container uses the host's
     expect(byId['driver.version']!.status).toBe('pass');
   });
@@ -92,11 +105,23 @@ describe('preflight: the container runtime', () => {
   it('container.gpus none (a CPU build of vLLM): the host driver, CUDA and GPU checks skip saying why, the container toolkit and CDI too; the runtime and image are still checked', async () => {
     const { rep, byId, argv } = await preflight(GOOD, [...C, 'container.gpus=none']);
     const why = /^container\.gpus is none/;
-    for (const id of ['driver.version', 'driver.cuda-support', 'cuda.toolkit', 'gpu.count', 'gpu.memory', 'gpu.processes', 'firmware.gpu'])
+    for (const id of [
+      'driver.version',
+      'driver.cuda-support',
+      'cuda.toolkit',
+      'gpu.count',
+      'gpu.memory',
+      'gpu.processes',
+      'firmware.gpu',
+    ])
       expect(byId[id], id).toMatchObject({ status: 'skip', observed: expect.stringMatching(why) });
     expect(byId['container.toolkit']).toMatchObject({ status: 'skip', observed: expect.stringMatching(why) });
     expect(byId['container.cdi']).toMatchObject({ status: 'skip', observed: expect.stringMatching(why) });
-    expect(['container.cli', 'container.oci-runtime', 'container.image'].map((id) => byId[id]!.status)).toEqual(['pass', 'pass', 'pass']);
+    expect(['container.cli', 'container.oci-runtime', 'container.image'].map((id) => byId[id]!.status)).toEqual([
+      'pass',
+      'pass',
+      'pass',
+    ]);
     expect(argv.some((a) => a[0] === 'nvidia-ctk')).toBe(false);
     // the host checks that still apply are still judged
     const host = rep.checks.filter((c) => c.area === 'host');
@@ -109,7 +134,10 @@ describe('preflight: the container runtime', () => {
   });
 
   it('a CDI spec without a GPU the replicas use (TP 2 on GPUs 0,1; the spec has only 0): fail naming it, with the fix', async () => {
-    const { byId } = await preflight({ ...GOOD, 'cdi-list': ok('nvidia.com/gpu=0\nnvidia.com/gpu=all\n') }, [...C, 'parallel.tensor=2']);
+    const { byId } = await preflight({ ...GOOD, 'cdi-list': ok('nvidia.com/gpu=0\nnvidia.com/gpu=all\n') }, [
+      ...C,
+      'parallel.tensor=2',
+    ]);
     expect(byId['container.cdi']).toMatchObject({
       status: 'fail',
       observed: 'the CDI spec has no nvidia.com/gpu=1 (it has 0, all)',
@@ -126,9 +154,18 @@ describe('preflight: the container runtime', () => {
       'cdi-list': notFound,
       'cdi-files': ok(''),
     });
-    expect(byId['container.image']).toMatchObject({ status: 'fail', fix: 'podman pull nvcr.io/nvidia/vllm:25.10-py3 (or serve --pull; offline: podman load -i FILE)' });
-    expect(byId['container.toolkit']).toMatchObject({ status: 'fail', fix: "install nvidia-container-toolkit (NVIDIA's apt repository)" });
-    expect(byId['container.cdi']).toMatchObject({ status: 'fail', observed: expect.stringContaining('no CDI spec under /etc/cdi or /var/run/cdi') });
+    expect(byId['container.image']).toMatchObject({
+      status: 'fail',
+      fix: 'podman pull nvcr.io/nvidia/vllm:25.10-py3 (or serve --pull; offline: podman load -i FILE)',
+    });
+    expect(byId['container.toolkit']).toMatchObject({
+      status: 'fail',
+      fix: "install nvidia-container-toolkit (NVIDIA's apt repository)",
+    });
+    expect(byId['container.cdi']).toMatchObject({
+      status: 'fail',
+      observed: expect.stringContaining('no CDI spec under /etc/cdi or /var/run/cdi'),
+    });
     expect(rep.summary.fail).toBeGreaterThanOrEqual(3);
   });
 
@@ -153,8 +190,13 @@ describe('preflight: the container runtime', () => {
 
   it('neither CLI installed: container.cli fails with the install fix, the rest say why they were not asked', async () => {
     const { byId } = await preflight({ ...GOOD, 'podman version': notFound });
-    expect(byId['container.cli']).toMatchObject({ status: 'fail', observed: 'podman is not installed (not on PATH)', fix: expect.stringContaining('apt-get install podman runc') });
-    for (const id of CONTAINER.slice(1)) expect(byId[id], id).toMatchObject({ status: 'skip', observed: 'podman does not answer (container.cli)' });
+    expect(byId['container.cli']).toMatchObject({
+      status: 'fail',
+      observed: 'podman is not installed (not on PATH)',
+      fix: expect.stringContaining('apt-get install podman runc'),
+    });
+    for (const id of CONTAINER.slice(1))
+      expect(byId[id], id).toMatchObject({ status: 'skip', observed: 'podman does not answer (container.cli)' });
   });
 
   it('no image for the profile (vLLM auto on a non-DGX host): container.image fails with the fix, the others say why', async () => {
@@ -165,12 +207,19 @@ describe('preflight: the container runtime', () => {
       observed: expect.stringContaining('no image to run: no container image for vLLM "auto"'),
       fix: expect.stringContaining('--set container.image=REPO:TAG'),
     });
-    expect(byId['container.cli']).toMatchObject({ status: 'skip', observed: 'no image to check against (container.image)' });
+    expect(byId['container.cli']).toMatchObject({
+      status: 'skip',
+      observed: 'no image to check against (container.image)',
+    });
   });
 
   it('a profile that runs vLLM on the host: every container check skips, and no container CLI is run', async () => {
     const { byId, argv } = await preflight(GOOD, []);
-    for (const id of CONTAINER) expect(byId[id], id).toMatchObject({ status: 'skip', observed: 'the profile runs vLLM on the host (engine.runtime: host)' });
+    for (const id of CONTAINER)
+      expect(byId[id], id).toMatchObject({
+        status: 'skip',
+        observed: 'the profile runs vLLM on the host (engine.runtime: host)',
+      });
     expect(argv.some((a) => ['podman', 'docker', 'nvidia-ctk'].includes(a[0]!))).toBe(false);
     expect(byId['vllm.installed']!.status).not.toBe('skip');
   });

@@ -47,7 +47,11 @@ describe('a plain preflight starts its probes before the CLI loads', () => {
       return {
         platform: j.platform,
         platformReason: j.platformReason,
-        checks: j.checks.map((c: { id: string; status: string; expected: string }) => [c.id, LIVE.has(c.id) ? '(live)' : c.status, c.expected]),
+        checks: j.checks.map((c: { id: string; status: string; expected: string }) => [
+          c.id,
+          LIVE.has(c.id) ? '(live)' : c.status,
+          c.expected,
+        ]),
       };
     };
     expect(a.exitCode).toBe(b.exitCode);

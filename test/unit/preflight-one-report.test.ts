@@ -3,7 +3,14 @@
 // (preflight/report.ts renderChecks, summaryLine) and list them in one JSON shape (checkJson). The
 // nodes' report adds its matrix and fabric lines around the same checks.
 import { describe, expect, it } from 'vitest';
-import { checkJson, countChecks, renderChecks, renderReport, reportJson, summaryLine } from '../../src/preflight/report.js';
+import {
+  checkJson,
+  countChecks,
+  renderChecks,
+  renderReport,
+  reportJson,
+  summaryLine,
+} from '../../src/preflight/report.js';
 import { nodeChecks, nodesJson, nodesReport, renderNodesReport } from '../../src/verbs/preflight/nodes.js';
 import type { NodeReport } from '../../src/preflight/nodes.js';
 import type { PreflightReport } from '../../src/preflight/run.js';
@@ -50,9 +57,32 @@ const node = (name: string, checks: NonNullable<NodeReport['checks']>): NodeRepo
 describe('one host and the nodes: the same check renders the same, through one function', () => {
   it.each<[string, CheckOutcome]>([
     ['a failure: what it saw, what it expected, the fix', check({})],
-    ['a warning', check({ status: 'warn', id: 'cuda.version', area: 'cuda', observed: '12.2', expected: '12.4', fix: 'upgrade CUDA' })],
-    ['a pass: what it saw only', check({ status: 'pass', id: 'gpu.count', area: 'gpu', observed: '8 GPUs', fix: undefined })],
-    ['a skip', check({ status: 'skip', id: 'ray.cluster', area: 'ray', observed: 'no cluster running', expected: '', fix: undefined })],
+    [
+      'a warning',
+      check({
+        status: 'warn',
+        id: 'cuda.version',
+        area: 'cuda',
+        observed: '12.2',
+        expected: '12.4',
+        fix: 'upgrade CUDA',
+      }),
+    ],
+    [
+      'a pass: what it saw only',
+      check({ status: 'pass', id: 'gpu.count', area: 'gpu', observed: '8 GPUs', fix: undefined }),
+    ],
+    [
+      'a skip',
+      check({
+        status: 'skip',
+        id: 'ray.cluster',
+        area: 'ray',
+        observed: 'no cluster running',
+        expected: '',
+        fix: undefined,
+      }),
+    ],
   ])('%s', (_, k) => {
     const block = renderChecks([k]).join('\n');
     // one host: its checks, then the summary line
@@ -98,18 +128,52 @@ describe("a node's own check is a report check that names its node", () => {
   it("JSON: every check in the preflight shape, a node's with its node; the fields tests pin are kept", () => {
     const j = JSON.parse(nodesJson(r));
     expect(j.kind).toBe('preflight-nodes');
-    expect(j.checks).toContainEqual({ id: 'driver.version', status: 'fail', observed: '550.54', expected: '>= 580', fix: 'install driver 580', durationMs: 0, node: 'n3' });
-    expect(j.checks).toContainEqual({ id: 'gpu.count', status: 'pass', observed: '8 GPUs', expected: '', fix: null, durationMs: 0, node: 'n0' });
+    expect(j.checks).toContainEqual({
+      id: 'driver.version',
+      status: 'fail',
+      observed: '550.54',
+      expected: '>= 580',
+      fix: 'install driver 580',
+      durationMs: 0,
+      node: 'n3',
+    });
+    expect(j.checks).toContainEqual({
+      id: 'gpu.count',
+      status: 'pass',
+      observed: '8 GPUs',
+      expected: '',
+      fix: null,
+      durationMs: 0,
+      node: 'n0',
+    });
     expect(j.summary).toEqual({ pass: 2, warn: 1, fail: 2, skip: 0 });
     expect(j.nodes.map((n: { node: string }) => n.node)).toEqual(['n0', 'n3']);
     expect(j.nodes[1].checks).toEqual({ 'driver.version': 'fail', 'gpu.count': 'pass', 'cuda.version': 'warn' });
     expect(j.nodes[1].failed).toEqual([{ id: 'driver.version', observed: '550.54', fix: 'install driver 580' }]);
-    expect(j.cross).toEqual([{ id: 'nodes.same-driver', status: 'fail', observed: 'n3 has 550.54 (others: 580.1)', expected: '>= 580', fix: 'install driver 580', blocking: true }]);
+    expect(j.cross).toEqual([
+      {
+        id: 'nodes.same-driver',
+        status: 'fail',
+        observed: 'n3 has 550.54 (others: 580.1)',
+        expected: '>= 580',
+        fix: 'install driver 580',
+        blocking: true,
+      },
+    ]);
     expect(Object.keys(j)).toEqual(['version', 'kind', 'nodes', 'cross', 'fabric', 'checks', 'summary', 'wallMs']);
   });
 
   it("a node's words are shown escaped, never an escape sequence to the terminal", () => {
-    const bad = nodesReport([node('evil', [{ id: 'gpu.count', status: 'fail', observed: '\u001b[2Jgone', expected: '8\u0007', fix: 'run \u009b reset' }])], [], {}, 1);
+    const bad = nodesReport(
+      [
+        node('evil', [
+          { id: 'gpu.count', status: 'fail', observed: '\u001b[2Jgone', expected: '8\u0007', fix: 'run \u009b reset' },
+        ]),
+      ],
+      [],
+      {},
+      1,
+    );
     const text = renderNodesReport(bad, 't', []);
     expect(text).toContain('\\x1b[2Jgone | expected: 8\\x07');
     expect(text).toContain('fix: run \\u009b reset');

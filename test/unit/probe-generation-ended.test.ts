@@ -28,7 +28,9 @@ const gen = (text: string, finish_reason: string | null, completion_tokens?: num
   object: 'text_completion',
   model: 'm',
   choices: [{ index: 0, text, finish_reason }],
-  ...(completion_tokens === undefined ? {} : { usage: { prompt_tokens: 2, completion_tokens, total_tokens: 2 + completion_tokens } }),
+  ...(completion_tokens === undefined
+    ? {}
+    : { usage: { prompt_tokens: 2, completion_tokens, total_tokens: 2 + completion_tokens } }),
 });
 
 const cases: Array<[string, unknown, 'healthy' | 'unhealthy', RegExp?]> = [
@@ -47,7 +49,11 @@ describe('probe inference: a token out and a normal end', () => {
   for (const [label, a, want, why] of cases) {
     it(`${label}: ${want}`, async () => {
       answer = a;
-      const r = await probe(targetFromUrl(`http://127.0.0.1:${port}`, 'm'), { timeoutMs: 5_000, kvCacheUsageMax: 0.9, waitingMax: 10, gpuMemoryHeadroomPct: 5 }, [inferenceCheck]);
+      const r = await probe(
+        targetFromUrl(`http://127.0.0.1:${port}`, 'm'),
+        { timeoutMs: 5_000, kvCacheUsageMax: 0.9, waitingMax: 10, gpuMemoryHeadroomPct: 5 },
+        [inferenceCheck],
+      );
       expect(r.state, JSON.stringify(r.steps)).toBe(want);
       if (why) expect(r.steps[0]!.detail).toMatch(why);
     });

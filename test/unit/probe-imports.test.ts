@@ -19,7 +19,9 @@ function staticGraph(entry: string): Map<string, string | null> {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(STATIC)) {
       const spec = m[1]!;
-      const to = spec.startsWith('.') ? join(dirname(file), spec.replace(/\.js$/, '.ts')) : `pkg:${spec.split('/')[0]!.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]}`;
+      const to = spec.startsWith('.')
+        ? join(dirname(file), spec.replace(/\.js$/, '.ts'))
+        : `pkg:${spec.split('/')[0]!.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]}`;
       if (seen.has(to)) continue;
       seen.set(to, file);
       if (!to.startsWith('pkg:') && existsSync(to)) queue.push(to);
@@ -30,7 +32,8 @@ function staticGraph(entry: string): Map<string, string | null> {
 
 const chain = (g: Map<string, string | null>, to: string) => {
   const out: string[] = [];
-  for (let at: string | null | undefined = to; at; at = g.get(at)) out.unshift(at.startsWith('pkg:') ? at : relative(root, at));
+  for (let at: string | null | undefined = to; at; at = g.get(at))
+    out.unshift(at.startsWith('pkg:') ? at : relative(root, at));
   return out.join(' -> ');
 };
 

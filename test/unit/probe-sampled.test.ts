@@ -19,8 +19,18 @@ const server = createServer((req, res) => {
   req.on('end', () => {
     const body = JSON.parse(b || '{}') as Record<string, unknown>;
     bodies.push(body);
-    if (body.temperature === 0) return json(res, 200, { choices: [{ text: 'x', index: 0, finish_reason: 'length' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
-    json(res, 500, { error: { message: 'EngineCore encountered an issue. See stack trace (above) for the root cause.', type: 'InternalServerError', code: 500 } });
+    if (body.temperature === 0)
+      return json(res, 200, {
+        choices: [{ text: 'x', index: 0, finish_reason: 'length' }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      });
+    json(res, 500, {
+      error: {
+        message: 'EngineCore encountered an issue. See stack trace (above) for the root cause.',
+        type: 'InternalServerError',
+        code: 500,
+      },
+    });
   });
 });
 afterAll(() => server.close());
@@ -29,10 +39,18 @@ describe('probe inference: sampled with the server defaults', () => {
   it('sends no temperature (nor any other sampling override), so an engine that dies off the greedy path is found unhealthy', async () => {
     const port = await freePort();
     await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
-    const r = await probe(targetFromUrl(`http://127.0.0.1:${port}`, 'm'), { timeoutMs: 10_000, kvCacheUsageMax: 0.9, waitingMax: 10, gpuMemoryHeadroomPct: 5 }, [inferenceCheck]);
+    const r = await probe(
+      targetFromUrl(`http://127.0.0.1:${port}`, 'm'),
+      { timeoutMs: 10_000, kvCacheUsageMax: 0.9, waitingMax: 10, gpuMemoryHeadroomPct: 5 },
+      [inferenceCheck],
+    );
     expect(bodies).toHaveLength(1);
     expect(bodies[0]).toEqual({ model: 'm', prompt: 'ping', max_tokens: 1 });
     expect(r.state).toBe('unhealthy');
-    expect(r.steps[0]).toMatchObject({ step: 'inference', status: 'fail', detail: expect.stringContaining('HTTP 500') });
+    expect(r.steps[0]).toMatchObject({
+      step: 'inference',
+      status: 'fail',
+      detail: expect.stringContaining('HTTP 500'),
+    });
   });
 });

@@ -1,7 +1,15 @@
 import { describe, it, expect } from 'vitest';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadProfile, parseProfile, applySet, listProfiles, listPlatforms, readPlatformFiles, platformDir } from '../../src/profiles/load.js';
+import {
+  loadProfile,
+  parseProfile,
+  applySet,
+  listProfiles,
+  listPlatforms,
+  readPlatformFiles,
+  platformDir,
+} from '../../src/profiles/load.js';
 import { SHIPPED_PLATFORMS } from '../../src/profiles/shipped-platforms.js';
 import { tempDir, rmrf } from '../helpers.js';
 import { validateProfile, hostFromPlatform, resolveReplicas, type HostShape } from '../../src/profiles/validate.js';
@@ -11,17 +19,34 @@ import { loadPlatform } from '../../src/profiles/load.js';
 import { UsageError } from '../../src/errors.js';
 
 const a100 = hostFromPlatform(loadPlatform('dgx-a100-os6'));
-const h200x2: HostShape = { gpus: 2, gpusSource: 'detected', gpuMemoryBytes: 143771 * 1024 ** 2, computeCapability: '9.0', gpuName: 'NVIDIA H200' };
+const h200x2: HostShape = {
+  gpus: 2,
+  gpusSource: 'detected',
+  gpuMemoryBytes: 143771 * 1024 ** 2,
+  computeCapability: '9.0',
+  gpuName: 'NVIDIA H200',
+};
 const load = (name: string, sets: string[] = []) => loadProfile(name, { sets }).profile;
-const errors = (name: string, sets: string[], host: HostShape = a100) => validateProfile(load(name, sets), host).filter((p) => p.severity === 'error');
-const warnings = (name: string, sets: string[], host: HostShape = a100) => validateProfile(load(name, sets), host).filter((p) => p.severity === 'warning');
+const errors = (name: string, sets: string[], host: HostShape = a100) =>
+  validateProfile(load(name, sets), host).filter((p) => p.severity === 'error');
+const warnings = (name: string, sets: string[], host: HostShape = a100) =>
+  validateProfile(load(name, sets), host).filter((p) => p.severity === 'warning');
 
 describe('shipped profiles and baselines', () => {
   it('all parse, and every shipped profile names a shipped platform', () => {
     const platforms = listPlatforms().map((p) => p.name);
     expect(platforms).toEqual(expect.arrayContaining(['dgx-a100-os6', 'dgx-spark-gb10', 'hopper-cuda13']));
     const names = listProfiles().map((p) => p.name);
-    expect(names).toEqual(expect.arrayContaining(['qwen3.5-9b', 'qwen3.5-9b-fp8', 'qwen3-200b', 'qwen-prod', 'qwen-dev', 'qwen3.5-9b-spark']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'qwen3.5-9b',
+        'qwen3.5-9b-fp8',
+        'qwen3-200b',
+        'qwen-prod',
+        'qwen-dev',
+        'qwen3.5-9b-spark',
+      ]),
+    );
     for (const n of names) expect(platforms).toContain(load(n).platform);
   });
 
@@ -49,10 +74,15 @@ describe('shipped profiles and baselines', () => {
     expect(loadPlatform('dgx-spark-gb10').arch).toBe('aarch64');
   });
 
-  it.each(['qwen3.5-9b', 'qwen3.5-9b-fp8', 'qwen-prod', 'qwen-dev', 'qwen3.5-9b-spark'])('%s is valid on its own platform', (name) => {
-    const p = load(name);
-    expect(validateProfile(p, hostFromPlatform(loadPlatform(p.platform!))).filter((x) => x.severity === 'error')).toEqual([]);
-  });
+  it.each(['qwen3.5-9b', 'qwen3.5-9b-fp8', 'qwen-prod', 'qwen-dev', 'qwen3.5-9b-spark'])(
+    '%s is valid on its own platform',
+    (name) => {
+      const p = load(name);
+      expect(
+        validateProfile(p, hostFromPlatform(loadPlatform(p.platform!))).filter((x) => x.severity === 'error'),
+      ).toEqual([]);
+    },
+  );
 });
 
 describe('rendering', () => {
@@ -97,8 +127,12 @@ describe('rendering', () => {
   it('qwen-prod and qwen-dev: served names, ports, disjoint GPUs, key by reference', () => {
     const prod = renderReplicas(load('qwen-prod'), a100, { executable: ['vllm'], stateDir: '/s' })[0]!;
     const dev = renderReplicas(load('qwen-dev'), a100, { executable: ['vllm'], stateDir: '/s' })[0]!;
-    expect(prod.argv).toEqual(expect.arrayContaining(['--served-model-name', 'qwen-prod', '--tensor-parallel-size', '4', '--port', '8001']));
-    expect(dev.argv).toEqual(expect.arrayContaining(['--served-model-name', 'qwen-dev', '--tensor-parallel-size', '2', '--port', '8002']));
+    expect(prod.argv).toEqual(
+      expect.arrayContaining(['--served-model-name', 'qwen-prod', '--tensor-parallel-size', '4', '--port', '8001']),
+    );
+    expect(dev.argv).toEqual(
+      expect.arrayContaining(['--served-model-name', 'qwen-dev', '--tensor-parallel-size', '2', '--port', '8002']),
+    );
     expect(prod.gpus).toEqual([0, 1, 2, 3]);
     expect(dev.gpus).toEqual([4, 5]);
     expect(prod.envFrom).toEqual({ VLLM_API_KEY: 'QWEN_PROD_API_KEY' });
@@ -137,13 +171,28 @@ describe('rendering', () => {
 
   it('reasoning parser needs --enable-reasoning before vLLM 0.9 (deprecated in 0.9, gone in 0.10)', () => {
     expect(engineArgs(load('qwen3.5-9b-spark', ['engine.vllmVersion="0.9.0"']))).not.toContain('--enable-reasoning');
-    expect(engineArgs(load('qwen3.5-9b-spark'))).toEqual(expect.arrayContaining(['--reasoning-parser', 'qwen3', '--enable-auto-tool-choice', '--tool-call-parser', 'qwen3_coder']));
+    expect(engineArgs(load('qwen3.5-9b-spark'))).toEqual(
+      expect.arrayContaining([
+        '--reasoning-parser',
+        'qwen3',
+        '--enable-auto-tool-choice',
+        '--tool-call-parser',
+        'qwen3_coder',
+      ]),
+    );
     expect(engineArgs(load('qwen3.5-9b-spark', ['engine.vllmVersion="0.8.0"']))).toContain('--enable-reasoning');
   });
 
   it('ray executor for the 200B profile', () => {
     const p = load('qwen3-200b');
-    expect(parallelArgs(p)).toEqual(['--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'ray']);
+    expect(parallelArgs(p)).toEqual([
+      '--tensor-parallel-size',
+      '8',
+      '--pipeline-parallel-size',
+      '4',
+      '--distributed-executor-backend',
+      'ray',
+    ]);
     expect(modelArgs(p)).toEqual(['--served-model-name', 'qwen3-200b']);
     expect(servedName(p)).toBe('qwen3-200b');
   });
@@ -184,18 +233,26 @@ describe('validation: every problem at once, each naming field, value and fix', 
   );
 
   it('an option that only ends in "tokens" is no secret: --max-num-batched-tokens is not refused', () => {
-    expect(errors('qwen3.5-9b', ['engine.extraArgs=["--max-num-batched-tokens=8192"]']).filter((x) => x.path === 'engine.extraArgs')).toEqual([]);
+    expect(
+      errors('qwen3.5-9b', ['engine.extraArgs=["--max-num-batched-tokens=8192"]']).filter(
+        (x) => x.path === 'engine.extraArgs',
+      ),
+    ).toEqual([]);
   });
 
   it('reports several problems together', () => {
     const e = errors('qwen3.5-9b', ['parallel.tensor=3', 'engine.maxModelLen=300000', 'engine.gpuMemoryUtilization=2']);
-    expect(e.map((x) => x.path)).toEqual(expect.arrayContaining(['parallel.tensor', 'engine.maxModelLen', 'engine.gpuMemoryUtilization']));
+    expect(e.map((x) => x.path)).toEqual(
+      expect.arrayContaining(['parallel.tensor', 'engine.maxModelLen', 'engine.gpuMemoryUtilization']),
+    );
   });
 
   it('the 200B profile on one 8-GPU host: needs 32 GPUs, run it over 4 nodes with Ray', () => {
     const e = errors('qwen3-200b', [], hostFromPlatform(loadPlatform('hopper-cuda13')));
     expect(e).toHaveLength(1);
-    expect(e[0]!.message).toBe('needs 32 GPUs (TP 8 x PP 4); this host has 8; it runs over 4 nodes (a nodes file: sparkctl plan qwen3-200b --nodes FILE plans it there)');
+    expect(e[0]!.message).toBe(
+      'needs 32 GPUs (TP 8 x PP 4); this host has 8; it runs over 4 nodes (a nodes file: sparkctl plan qwen3-200b --nodes FILE plans it there)',
+    );
     expect(e[0]!.fix).toContain('--nodes FILE');
   });
 
@@ -214,7 +271,23 @@ describe('validation: every problem at once, each naming field, value and fix', 
 
   it('zod phase: unknown keys and wrong types are all named', () => {
     try {
-      parseProfile({ name: 'x', model: { id: 'a', parameters: 1, layers: 1, attentionHeads: 1, kvHeads: 1, headDim: 1, maxContext: 1, colour: 'red' }, engine: { dtype: 'fp9' } }, 'x.yaml');
+      parseProfile(
+        {
+          name: 'x',
+          model: {
+            id: 'a',
+            parameters: 1,
+            layers: 1,
+            attentionHeads: 1,
+            kvHeads: 1,
+            headDim: 1,
+            maxContext: 1,
+            colour: 'red',
+          },
+          engine: { dtype: 'fp9' },
+        },
+        'x.yaml',
+      );
       expect.unreachable();
     } catch (e) {
       expect(e).toBeInstanceOf(UsageError);

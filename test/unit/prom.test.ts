@@ -23,7 +23,9 @@ describe('promValue', () => {
     ['.5', 0.5],
     ['1e400', Infinity], // a literal too large for a double is what Go's ParseFloat makes of it too
   ])('%s -> %s', (s, v) => expect(promValue(s)).toBe(v));
-  it.each(['NaN', 'nan', 'abc', '0x10', '1_000', '1.2.3', '--1', ''])('%j is no number (NaN)', (s) => expect(promValue(s)).toBeNaN());
+  it.each(['NaN', 'nan', 'abc', '0x10', '1_000', '1.2.3', '--1', ''])('%j is no number (NaN)', (s) =>
+    expect(promValue(s)).toBeNaN(),
+  );
 });
 
 describe('parseExposition', () => {
@@ -32,8 +34,16 @@ describe('parseExposition', () => {
     ['labels', 'm{a="1",b="x y"} 2', { name: 'm', labels: { a: '1', b: 'x y' }, value: 2 }],
     ['a trailing comma and spaces', 'm{ a = "1" , } 2', { name: 'm', labels: { a: '1' }, value: 2 }],
     ['a timestamp', 'm 4 1764500000000', { name: 'm', labels: {}, value: 4 }],
-    ['escaped quote, backslash and newline', String.raw`m{p="say \"hi\"",q="C:\\x",r="a\nb"} 1`, { name: 'm', labels: { p: 'say "hi"', q: 'C:\\x', r: 'a\nb' }, value: 1 }],
-    ['a brace and a comma inside a quoted value', 'm{p="}{,=",q="2"} 7', { name: 'm', labels: { p: '}{,=', q: '2' }, value: 7 }],
+    [
+      'escaped quote, backslash and newline',
+      String.raw`m{p="say \"hi\"",q="C:\\x",r="a\nb"} 1`,
+      { name: 'm', labels: { p: 'say "hi"', q: 'C:\\x', r: 'a\nb' }, value: 1 },
+    ],
+    [
+      'a brace and a comma inside a quoted value',
+      'm{p="}{,=",q="2"} 7',
+      { name: 'm', labels: { p: '}{,=', q: '2' }, value: 7 },
+    ],
     ['an unknown escape kept as written', String.raw`m{p="\d"} 1`, { name: 'm', labels: { p: '\\d' }, value: 1 }],
     ['NaN kept as written', 'm NaN', { name: 'm', labels: {}, value: Number.NaN }],
     ['+Inf kept as written', 'm{le="+Inf"} +Inf', { name: 'm', labels: { le: '+Inf' }, value: Infinity }],
@@ -41,7 +51,9 @@ describe('parseExposition', () => {
   ])('%s', (_, line, sample) => {
     const e = parseExposition(lines(line));
     expect(e.malformed).toEqual([]);
-    expect([...e.byName.values()].flat().map((s) => ({ name: s.name, labels: s.labels, value: s.value }))).toEqual([sample]);
+    expect([...e.byName.values()].flat().map((s) => ({ name: s.name, labels: s.labels, value: s.value }))).toEqual([
+      sample,
+    ]);
   });
 
   it.each([
@@ -103,7 +115,10 @@ describe('parseExposition', () => {
     expect([...e.byName.keys()]).toEqual(['ok', 'ok2']);
     // hostile shapes that make a backtracking pattern go quadratic: an unclosed quote full of escapes,
     // thousands of label pairs
-    const nasty = [`m{a="${'\\"'.repeat(7000)}`, `m{${Array.from({ length: 1500 }, (_, i) => `l${i}="v"`).join(',')}} 1`];
+    const nasty = [
+      `m{a="${'\\"'.repeat(7000)}`,
+      `m{${Array.from({ length: 1500 }, (_, i) => `l${i}="v"`).join(',')}} 1`,
+    ];
     const t0 = performance.now();
     const big = parseExposition(lines(...nasty, ...Array.from({ length: 20_000 }, (_, i) => `vllm:x{i="${i}"} ${i}`)));
     expect(performance.now() - t0).toBeLessThan(3000);
@@ -139,18 +154,38 @@ describe('the callers on one text', () => {
     [
       'running missing',
       lines('vllm:num_requests_waiting 2'),
-      { probe: { running: undefined, waiting: 2, invalid: [] }, history: { running: undefined, waiting: 2 }, bench: { running: undefined, waiting: 2 } },
+      {
+        probe: { running: undefined, waiting: 2, invalid: [] },
+        history: { running: undefined, waiting: 2 },
+        bench: { running: undefined, waiting: 2 },
+      },
     ],
     [
       'running NaN',
       lines('vllm:num_requests_running NaN', 'vllm:num_requests_waiting 0'),
-      { probe: { running: undefined, waiting: 0, invalid: ['running NaN'] }, history: { running: undefined, waiting: 0 }, bench: { running: undefined, waiting: 0 } },
+      {
+        probe: { running: undefined, waiting: 0, invalid: ['running NaN'] },
+        history: { running: undefined, waiting: 0 },
+        bench: { running: undefined, waiting: 0 },
+      },
     ],
-    ['waiting +Inf', lines('vllm:num_requests_waiting +Inf'), { probe: { waiting: undefined, invalid: ['waiting Infinity'] }, history: { waiting: undefined }, bench: { waiting: undefined } }],
+    [
+      'waiting +Inf',
+      lines('vllm:num_requests_waiting +Inf'),
+      {
+        probe: { waiting: undefined, invalid: ['waiting Infinity'] },
+        history: { waiting: undefined },
+        bench: { waiting: undefined },
+      },
+    ],
     [
       'running negative (a gauge cannot be)',
       lines('vllm:num_requests_running -1'),
-      { probe: { running: undefined, invalid: ['running -1'] }, history: { running: undefined }, bench: { running: -1 } },
+      {
+        probe: { running: undefined, invalid: ['running -1'] },
+        history: { running: undefined },
+        bench: { running: -1 },
+      },
     ],
     [
       'running over two label sets',
@@ -184,7 +219,12 @@ describe('the callers on one text', () => {
   it('a histogram without its _sum is no histogram (a 0 there would read as a 0 s mean); without _count, the +Inf bucket is the count', () => {
     const b = (le: string, n: number) => `vllm:time_to_first_token_seconds_bucket{le="${le}"} ${n}`;
     expect(readVllm(lines(b('0.1', 3), b('+Inf', 5), 'vllm:time_to_first_token_seconds_count 5')).ttft).toBeUndefined();
-    expect(readVllm(lines(b('0.1', 3), b('+Inf', 5), 'vllm:time_to_first_token_seconds_sum 1.5')).ttft).toEqual({ le: [0.1, Infinity], n: [3, 5], sum: 1.5, count: 5 });
+    expect(readVllm(lines(b('0.1', 3), b('+Inf', 5), 'vllm:time_to_first_token_seconds_sum 1.5')).ttft).toEqual({
+      le: [0.1, Infinity],
+      n: [3, 5],
+      sum: 1.5,
+      count: 5,
+    });
     expect(readVllm(lines('vllm:time_to_first_token_seconds_sum 1.5')).ttft).toBeUndefined();
   });
 
@@ -211,13 +251,23 @@ describe('the callers on one text', () => {
     expect(h.ttft).toEqual({ le: [0.1, Infinity], n: [3, 5], sum: 1.5, count: 5 });
   });
 
-  it.each(['NaN', '-5', '+Inf'])('a histogram with a bucket count of %s is no histogram (history would refuse the whole sample for it)', (n) => {
-    const b = (le: string, v: string) => `vllm:time_to_first_token_seconds_bucket{le="${le}"} ${v}`;
-    const text = lines(b('0.1', n), b('1', '2'), b('+Inf', '3'), 'vllm:time_to_first_token_seconds_sum 1', 'vllm:time_to_first_token_seconds_count 3', 'vllm:num_requests_running 1');
-    const r = readVllm(text);
-    expect(r.ttft).toBeUndefined();
-    expect(r.gauges.running).toBe(1);
-  });
+  it.each(['NaN', '-5', '+Inf'])(
+    'a histogram with a bucket count of %s is no histogram (history would refuse the whole sample for it)',
+    (n) => {
+      const b = (le: string, v: string) => `vllm:time_to_first_token_seconds_bucket{le="${le}"} ${v}`;
+      const text = lines(
+        b('0.1', n),
+        b('1', '2'),
+        b('+Inf', '3'),
+        'vllm:time_to_first_token_seconds_sum 1',
+        'vllm:time_to_first_token_seconds_count 3',
+        'vllm:num_requests_running 1',
+      );
+      const r = readVllm(text);
+      expect(r.ttft).toBeUndefined();
+      expect(r.gauges.running).toBe(1);
+    },
+  );
 
   it("vLLM 0.27.2's real /metrics: the three agree on what they share", () => {
     const real = readFileSync(join(ROOT, 'test', 'fixtures', 'captures', 'vllm-0.27.2', 'metrics.txt'), 'utf8');

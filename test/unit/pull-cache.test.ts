@@ -17,7 +17,12 @@ const gitSha1 = (b: Buffer) => createHash('sha1').update(`blob ${b.length}\0`).u
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const tree: TreeFile[] = [
   { path: 'config.json', size: CONFIG.length, oid: gitSha1(CONFIG) },
-  { path: 'model.safetensors', size: SHARD.length, oid: 'c'.repeat(40), lfs: { oid: sha256(SHARD), size: SHARD.length } },
+  {
+    path: 'model.safetensors',
+    size: SHARD.length,
+    oid: 'c'.repeat(40),
+    lfs: { oid: sha256(SHARD), size: SHARD.length },
+  },
 ];
 const sel = { files: tree, weights: 'safetensors' as const, skipped: [], missing: [] };
 
@@ -44,7 +49,10 @@ describe('planFiles: a blob of the right size is hashed before it is trusted', (
     ['the shard', 1],
   ])('%s: the same size, other bytes: not present, fetched again', async (_n, i) => {
     const c = cache();
-    writeFileSync(join(c.blobs, gitSha1(CONFIG)), i === 0 ? Buffer.from(CONFIG.toString().replace('Llama', 'Evil!')) : CONFIG);
+    writeFileSync(
+      join(c.blobs, gitSha1(CONFIG)),
+      i === 0 ? Buffer.from(CONFIG.toString().replace('Llama', 'Evil!')) : CONFIG,
+    );
     const other = Buffer.from(SHARD);
     other[other.length - 1] = 8;
     writeFileSync(join(c.blobs, sha256(SHARD)), i === 1 ? other : SHARD);

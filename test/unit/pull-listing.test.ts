@@ -7,7 +7,12 @@ import { checkRepoPath } from '../../src/model/cache.js';
 import { maxConnectionsFor } from '../../src/model/hub.js';
 import { minRateOf } from '../../src/verbs/pulling.js';
 
-const f = (path: string, oid: string, size: number, lfs?: { oid: string; size: number }): TreeFile => ({ path, oid, size, ...(lfs ? { lfs } : {}) });
+const f = (path: string, oid: string, size: number, lfs?: { oid: string; size: number }): TreeFile => ({
+  path,
+  oid,
+  size,
+  ...(lfs ? { lfs } : {}),
+});
 const A = 'a'.repeat(40);
 const B = 'b'.repeat(40);
 const S = 's'.repeat(64);
@@ -17,9 +22,21 @@ describe('checkListing', () => {
     ['distinct files', [f('config.json', A, 10), f('tokenizer.json', B, 20)], undefined],
     ['two paths of one blob (same size): allowed, fetched once', [f('a.json', A, 10), f('b.json', A, 10)], undefined],
     ['one path twice, same blob', [f('config.json', A, 10), f('config.json', A, 10)], '"config.json" is listed twice'],
-    ['one path twice, other blobs', [f('config.json', A, 10), f('config.json', B, 11)], '"config.json" is listed twice'],
-    ['one blob with two sizes', [f('a.json', A, 10), f('b.json', A, 11)], `the blob ${A} is listed with two sizes (10 and 11 bytes)`],
-    ['one LFS blob with two sizes', [f('a.safetensors', A, 100, { oid: S, size: 5 }), f('b.safetensors', B, 100, { oid: S, size: 6 })], `the blob ${S} is listed with two sizes (5 and 6 bytes)`],
+    [
+      'one path twice, other blobs',
+      [f('config.json', A, 10), f('config.json', B, 11)],
+      '"config.json" is listed twice',
+    ],
+    [
+      'one blob with two sizes',
+      [f('a.json', A, 10), f('b.json', A, 11)],
+      `the blob ${A} is listed with two sizes (10 and 11 bytes)`,
+    ],
+    [
+      'one LFS blob with two sizes',
+      [f('a.safetensors', A, 100, { oid: S, size: 5 }), f('b.safetensors', B, 100, { oid: S, size: 6 })],
+      `the blob ${S} is listed with two sizes (5 and 6 bytes)`,
+    ],
   ])('%s', (_what, tree, want) => {
     expect(checkListing(tree)).toBe(want);
   });

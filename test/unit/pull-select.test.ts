@@ -12,14 +12,33 @@ const SHA256 = 'b'.repeat(64);
 const small = (path: string): TreeFile => ({ path, size: 100, oid: SHA1 });
 const big = (path: string, size = 5e9): TreeFile => ({ path, size, oid: SHA1, lfs: { oid: SHA256, size } });
 const names = (fs: TreeFile[]) => fs.map((f) => f.path);
-const COMMON = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'README.md', '.gitattributes'].map(small);
+const COMMON = [
+  'config.json',
+  'generation_config.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'README.md',
+  '.gitattributes',
+].map(small);
 const INDEX = {
   metadata: { total_size: 1 },
-  weight_map: { 'a.weight': 'model-00001-of-00002.safetensors', 'b.weight': 'model-00002-of-00002.safetensors', 'c.weight': 'model-00002-of-00002.safetensors' },
+  weight_map: {
+    'a.weight': 'model-00001-of-00002.safetensors',
+    'b.weight': 'model-00002-of-00002.safetensors',
+    'c.weight': 'model-00002-of-00002.safetensors',
+  },
 };
 
 describe('selectFiles', () => {
-  const cases: Array<{ name: string; tree: TreeFile[]; opts?: Parameters<typeof selectFiles>[1]; files: string[]; weights: string; skipped?: string[]; missing?: string[] }> = [
+  const cases: Array<{
+    name: string;
+    tree: TreeFile[];
+    opts?: Parameters<typeof selectFiles>[1];
+    files: string[];
+    weights: string;
+    skipped?: string[];
+    missing?: string[];
+  }> = [
     {
       name: 'sharded safetensors: the shards the index names, no .bin, no original/',
       tree: [
@@ -44,11 +63,24 @@ describe('selectFiles', () => {
         'tokenizer_config.json',
       ],
       weights: 'safetensors',
-      skipped: ['.gitattributes', 'original/consolidated.00.pth', 'original/params.json', 'pytorch_model-00001-of-00002.bin', 'pytorch_model.bin.index.json'],
+      skipped: [
+        '.gitattributes',
+        'original/consolidated.00.pth',
+        'original/params.json',
+        'pytorch_model-00001-of-00002.bin',
+        'pytorch_model.bin.index.json',
+      ],
     },
     {
       name: "Mistral's consolidated.safetensors beside the HF shards is not named by the index",
-      tree: [...COMMON, small('model.safetensors.index.json'), big('model-00001-of-00002.safetensors'), big('model-00002-of-00002.safetensors'), big('consolidated.safetensors'), small('params.json')],
+      tree: [
+        ...COMMON,
+        small('model.safetensors.index.json'),
+        big('model-00001-of-00002.safetensors'),
+        big('model-00002-of-00002.safetensors'),
+        big('consolidated.safetensors'),
+        small('params.json'),
+      ],
       opts: { index: INDEX },
       files: [
         'README.md',
@@ -67,36 +99,78 @@ describe('selectFiles', () => {
     {
       name: 'one model.safetensors, no index',
       tree: [...COMMON, big('model.safetensors', 1e6), big('pytorch_model.bin', 1e6)],
-      files: ['README.md', 'config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'],
+      files: [
+        'README.md',
+        'config.json',
+        'generation_config.json',
+        'model.safetensors',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ],
       weights: 'safetensors',
       skipped: ['.gitattributes', 'pytorch_model.bin'],
     },
     {
       name: 'only .bin: the .bin files are what vLLM loads',
       tree: [...COMMON, big('pytorch_model.bin', 1e6)],
-      files: ['README.md', 'config.json', 'generation_config.json', 'pytorch_model.bin', 'tokenizer.json', 'tokenizer_config.json'],
+      files: [
+        'README.md',
+        'config.json',
+        'generation_config.json',
+        'pytorch_model.bin',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ],
       weights: 'bin',
     },
     {
       name: '--config-only: no weights at all',
       tree: [...COMMON, small('model.safetensors.index.json'), big('model-00001-of-00002.safetensors')],
       opts: { configOnly: true },
-      files: ['README.md', 'config.json', 'generation_config.json', 'model.safetensors.index.json', 'tokenizer.json', 'tokenizer_config.json'],
+      files: [
+        'README.md',
+        'config.json',
+        'generation_config.json',
+        'model.safetensors.index.json',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ],
       weights: 'none',
     },
     {
       // vLLM reads hf_quant_config.json (ModelOpt) beside config.json, and generation_config.json: the plan needs both
       name: '--config-only: a ModelOpt checkpoint keeps hf_quant_config.json and generation_config.json',
-      tree: [...COMMON, small('hf_quant_config.json'), small('model.safetensors.index.json'), big('model-00001-of-00002.safetensors')],
+      tree: [
+        ...COMMON,
+        small('hf_quant_config.json'),
+        small('model.safetensors.index.json'),
+        big('model-00001-of-00002.safetensors'),
+      ],
       opts: { configOnly: true },
-      files: ['README.md', 'config.json', 'generation_config.json', 'hf_quant_config.json', 'model.safetensors.index.json', 'tokenizer.json', 'tokenizer_config.json'],
+      files: [
+        'README.md',
+        'config.json',
+        'generation_config.json',
+        'hf_quant_config.json',
+        'model.safetensors.index.json',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ],
       weights: 'none',
     },
     {
       name: 'an index naming a shard the tree lacks: missing',
       tree: [...COMMON, small('model.safetensors.index.json'), big('model-00001-of-00002.safetensors')],
       opts: { index: INDEX },
-      files: ['README.md', 'config.json', 'generation_config.json', 'model-00001-of-00002.safetensors', 'model.safetensors.index.json', 'tokenizer.json', 'tokenizer_config.json'],
+      files: [
+        'README.md',
+        'config.json',
+        'generation_config.json',
+        'model-00001-of-00002.safetensors',
+        'model.safetensors.index.json',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ],
       weights: 'safetensors',
       missing: ['model-00002-of-00002.safetensors'],
     },
@@ -201,8 +275,12 @@ describe('model.revision', () => {
     const { modelArgs } = await import('../../src/profiles/render.js');
     const base = { name: 't', model: { id: 'Qwen/Qwen3.5-9B', revision: 'v1.0' } };
     expect(modelArgs(parseProfile(base, 't.yaml'))).toEqual(['--revision', 'v1.0']);
-    expect(modelArgs(parseProfile({ name: 't', model: { id: 'Qwen/Qwen3.5-9B', path: '/m', revision: 'v1.0' } }, 't.yaml'))).toEqual([]);
-    expect(() => parseProfile({ name: 't', model: { id: 'Qwen/Qwen3.5-9B', revision: '../x' } }, 't.yaml')).toThrow(/invalid/);
+    expect(
+      modelArgs(parseProfile({ name: 't', model: { id: 'Qwen/Qwen3.5-9B', path: '/m', revision: 'v1.0' } }, 't.yaml')),
+    ).toEqual([]);
+    expect(() => parseProfile({ name: 't', model: { id: 'Qwen/Qwen3.5-9B', revision: '../x' } }, 't.yaml')).toThrow(
+      /invalid/,
+    );
   });
 });
 
@@ -220,11 +298,23 @@ describe('preflight --nodes: one model revision on every node', () => {
       checks: [{ id: 'model.files', status, observed }],
     });
     const ctx = (reports: ReturnType<typeof node>[]) => ({ nf: {} as never, reports });
-    expect(check.run(ctx([node('n0', 'pass', `3 file(s), commit ${A}, in /x`), node('n1', 'pass', `3 file(s), commit ${A}, in /x`)])).status).toBe('pass');
-    const odd = check.run(ctx([node('n0', 'pass', `commit ${A}`), node('n1', 'pass', `commit ${A}`), node('n2', 'pass', `commit ${B}`)]));
+    expect(
+      check.run(
+        ctx([node('n0', 'pass', `3 file(s), commit ${A}, in /x`), node('n1', 'pass', `3 file(s), commit ${A}, in /x`)]),
+      ).status,
+    ).toBe('pass');
+    const odd = check.run(
+      ctx([node('n0', 'pass', `commit ${A}`), node('n1', 'pass', `commit ${A}`), node('n2', 'pass', `commit ${B}`)]),
+    );
     expect(odd).toMatchObject({ status: 'fail', observed: `n2 has ${B} (others: ${A})` });
     expect(odd.fix).toContain('sparkctl pull MODEL --nodes');
-    const lacking = check.run(ctx([node('n0', 'pass', `commit ${A}`), node('n1', 'pass', `commit ${A}`), node('n3', 'fail', '/x lacks 1 file(s): model.safetensors')]));
+    const lacking = check.run(
+      ctx([
+        node('n0', 'pass', `commit ${A}`),
+        node('n1', 'pass', `commit ${A}`),
+        node('n3', 'fail', '/x lacks 1 file(s): model.safetensors'),
+      ]),
+    );
     expect(lacking).toMatchObject({ status: 'fail', observed: `n3 has missing or incomplete (others: ${A})` });
     expect(check.run(ctx([node('n0', 'pass', 'config.json and 1 weight file(s) in /models/x')])).status).toBe('skip');
   });

@@ -12,7 +12,13 @@ import type { ServeEvent } from '../../src/engine/events.js';
 import { rankStartsOf } from '../../src/engine/start-shape.js';
 import type { NodesFile } from '../../src/profiles/schema.js';
 
-const node = (name: string, address: string, fabric?: string) => ({ name, address, sshUser: 'root', gpus: 8, ...(fabric ? { fabric: { address: fabric, interface: 'ib0' } } : {}) });
+const node = (name: string, address: string, fabric?: string) => ({
+  name,
+  address,
+  sshUser: 'root',
+  gpus: 8,
+  ...(fabric ? { fabric: { address: fabric, interface: 'ib0' } } : {}),
+});
 const nf = {
   head: node('spark-a', '192.168.1.10', '10.0.0.1'),
   workers: [node('spark-b', '192.168.1.11', '10.0.0.2'), node('spark-c', '192.168.1.12')],
@@ -24,14 +30,29 @@ describe('Ray: a worker actor line goes to the node its address names', () => {
   const lines: Array<[ms: number, line: string]> = [
     [2000, 'INFO 12-15 07:40:50 [core.py:61] Initializing a V1 LLM engine (v0.8.3) with config: ...'],
     // the driver's own worker (no ip=): the head's, not a worker node's
-    [9000, '(RayWorkerWrapper pid=1358643) INFO 12-15 07:40:54 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 5.100000 seconds'],
+    [
+      9000,
+      '(RayWorkerWrapper pid=1358643) INFO 12-15 07:40:54 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 5.100000 seconds',
+    ],
     // spark-b by its fabric address (Ray's --node-ip-address), behind EngineCore's own prefix
-    [11000, '(EngineCore_DP0 pid=100) (RayWorkerWrapper pid=2149832, ip=10.0.0.2) INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.250000 seconds'],
+    [
+      11000,
+      '(EngineCore_DP0 pid=100) (RayWorkerWrapper pid=2149832, ip=10.0.0.2) INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.250000 seconds',
+    ],
     // spark-c has no fabric: its ssh address; Ray folded the same line of other nodes into this one
-    [12000, '(RayWorkerWrapper pid=77, ip=192.168.1.12) INFO 12-15 07:41:02 [monitor.py:53] torch.compile takes 31.50 s in total [repeated 2x across cluster]'],
-    [13000, '(RayWorkerWrapper pid=2149832, ip=10.0.0.2) INFO 12-15 07:41:03 [gpu_model_runner.py:2625] Graph capturing finished in 4 secs, took 0.52 GiB'],
+    [
+      12000,
+      '(RayWorkerWrapper pid=77, ip=192.168.1.12) INFO 12-15 07:41:02 [monitor.py:53] torch.compile takes 31.50 s in total [repeated 2x across cluster]',
+    ],
+    [
+      13000,
+      '(RayWorkerWrapper pid=2149832, ip=10.0.0.2) INFO 12-15 07:41:03 [gpu_model_runner.py:2625] Graph capturing finished in 4 secs, took 0.52 GiB',
+    ],
     // an address that is no node of the file: nobody's
-    [14000, '(RayWorkerWrapper pid=5, ip=10.9.9.9) INFO 12-15 07:41:04 [gpu_model_runner.py:1802] Model loading took 1.00 GiB and 1.000000 seconds'],
+    [
+      14000,
+      '(RayWorkerWrapper pid=5, ip=10.9.9.9) INFO 12-15 07:41:04 [gpu_model_runner.py:1802] Model loading took 1.00 GiB and 1.000000 seconds',
+    ],
     [20000, 'INFO:     Application startup complete.'],
   ];
 
@@ -58,7 +79,8 @@ describe('Ray: a worker actor line goes to the node its address names', () => {
     const c = r[2]!.start;
     expect(c.compile).toMatchObject({ seconds: 31.5 });
     expect(c.weights).toBeUndefined();
-    // the head's report is the engine's (every line): a phase ends at its first end (the driver's own worker here), and the API
+    // the head's report is the engine's (every line): a phase ends at its first end (the driver's own worker here), and
+    // the API
     expect(r[0]!.start.phases.find((p) => p.id === 'weights')).toMatchObject({ atMs: 9000, seconds: 5.1 });
     expect(r[0]!.start.phases.find((p) => p.id === 'api')?.atMs).toBe(20000);
   });
@@ -67,7 +89,10 @@ describe('Ray: a worker actor line goes to the node its address names', () => {
     const s = new StartRecord();
     s.launched({ index: 0, server: 'x', node: 'spark-a', ready: true });
     rayLine(s, 'INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.25 seconds');
-    rayLine(s, '(RayWorkerWrapper pid=9, ip=10.0.0.1) INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.25 seconds');
+    rayLine(
+      s,
+      '(RayWorkerWrapper pid=9, ip=10.0.0.1) INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.25 seconds',
+    );
     expect((await s.reports()).map((x) => x.node)).toEqual(['spark-a']);
   });
 
@@ -76,7 +101,10 @@ describe('Ray: a worker actor line goes to the node its address names', () => {
     const h = s.launched({ index: 0, server: 'x', node: 'spark-a', ready: true });
     const w = s.launched({ index: 1, server: 'x', node: 'spark-b', ready: false });
     w.line('INFO 12-15 07:41:01 [serve.py:216] Launching vLLM (v0.17.0) headless multiproc executor', w.t0 + 1500);
-    w.line('INFO 12-15 07:41:09 [gpu_model_runner.py:1802] Model loading took 3.88 GiB memory and 7.25 seconds', w.t0 + 9000);
+    w.line(
+      'INFO 12-15 07:41:09 [gpu_model_runner.py:1802] Model loading took 3.88 GiB memory and 7.25 seconds',
+      w.t0 + 9000,
+    );
     h.ready(h.t0 + 30_000);
     s.observe({ type: 'probe', replica: 'x', result: { inferenceMs: 12 } as never });
     s.observe({ type: 'prewarm-request', replica: 'x', request: { ok: false } as never });
@@ -98,7 +126,11 @@ describe('the one start record: a clock per group, one way to say the reports, o
   };
 
   it('on one host: a clock per replica, the first token by the replica the event names, the read-ahead and caches in each; said without rank or node', async () => {
-    const s = new StartRecord({ notes: ['start caches: /c'], readAhead: Promise.resolve({ skipped: 'the simulator reads no weights' }), caches: { dir: '/c', warm: true } });
+    const s = new StartRecord({
+      notes: ['start caches: /c'],
+      readAhead: Promise.resolve({ skipped: 'the simulator reads no weights' }),
+      caches: { dir: '/c', warm: true },
+    });
     const a = s.launched({ index: 0, server: 'm-0', ready: true });
     const b = s.launched({ index: 1, server: 'm-1', ready: true });
     expect(s.clockOf('m-1')).toBe(b);
@@ -110,7 +142,11 @@ describe('the one start record: a clock per group, one way to say the reports, o
       [0, 'm-0', undefined],
       [1, 'm-1', undefined],
     ]);
-    expect(r[0]!.start).toMatchObject({ readyMs: 100, caches: { dir: '/c', warm: true }, readAhead: { skipped: 'the simulator reads no weights' } });
+    expect(r[0]!.start).toMatchObject({
+      readyMs: 100,
+      caches: { dir: '/c', warm: true },
+      readAhead: { skipped: 'the simulator reads no weights' },
+    });
     expect(r[0]!.start.firstTokenMs).toBeUndefined();
     expect(r[1]!.start.firstTokenMs).toBeGreaterThanOrEqual(0);
     // the one-host event names no rank and no node (its text and --json lines are what they were)

@@ -13,7 +13,12 @@ import { hostPidFrom, readInHead } from '../../src/engine/cluster/ray-containers
 import type { NodeShell } from '../../src/engine/cluster/node-proc.js';
 import type { Remote } from '../../src/engine/cluster/ssh.js';
 
-const why = process.getuid?.() !== 0 ? 'pid namespaces need root here' : spawnSync('unshare', ['--pid', '--fork', 'true']).status !== 0 ? 'unshare --pid does not work here' : undefined;
+const why =
+  process.getuid?.() !== 0
+    ? 'pid namespaces need root here'
+    : spawnSync('unshare', ['--pid', '--fork', 'true']).status !== 0
+      ? 'unshare --pid does not work here'
+      : undefined;
 if (why) console.warn(`ray-head-proof skipped: ${why}`);
 
 describe('hostPidFrom: the answer is hostile', () => {
@@ -37,7 +42,10 @@ afterAll(() => {
 
 /** A process in a pid namespace of its own (unshare's child, pid 1 there): a container's init. */
 async function namespaceInit(env: Record<string, string> = {}, ...cmd: string[]): Promise<number> {
-  const u = spawn('unshare', ['--pid', '--fork', '--kill-child=SIGKILL', ...(cmd.length ? cmd : ['sleep', '120'])], { env: { ...process.env, ...env }, stdio: 'ignore' });
+  const u = spawn('unshare', ['--pid', '--fork', '--kill-child=SIGKILL', ...(cmd.length ? cmd : ['sleep', '120'])], {
+    env: { ...process.env, ...env },
+    stdio: 'ignore',
+  });
   kids.push(u);
   for (let i = 0; i < 100; i++) {
     const c = readFileSync(`/proc/${u.pid}/task/${u.pid}/children`, 'utf8').trim().split(' ')[0];
@@ -55,7 +63,12 @@ async function execInto(init: number, marker: string | undefined): Promise<numbe
   for (let i = 0; i < 100; i++) {
     const c = readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, 'utf8').trim().split(' ')[0];
     // once it is sleep: setsid and env have run (its group, its environment)
-    if (c && readlinkSync(`/proc/${c}/ns/pid`) === readlinkSync(`/proc/${init}/ns/pid`) && readFileSync(`/proc/${c}/cmdline`, 'utf8').startsWith('sleep\0')) return Number(c);
+    if (
+      c &&
+      readlinkSync(`/proc/${c}/ns/pid`) === readlinkSync(`/proc/${init}/ns/pid`) &&
+      readFileSync(`/proc/${c}/cmdline`, 'utf8').startsWith('sleep\0')
+    )
+      return Number(c);
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error('nsenter did not start');
@@ -63,7 +76,10 @@ async function execInto(init: number, marker: string | undefined): Promise<numbe
 
 const innerPid = (host: number) => /^NSpid:.*\s(\d+)\s*$/m.exec(readFileSync(`/proc/${host}/status`, 'utf8'))![1]!;
 
-/** The head's host: `sh` here, with `podman` answering for a container whose init is `init` and whose pid file holds `pidFile`. */
+/**
+ * The head's host: `sh` here, with `podman` answering for a container whose init is `init` and whose pid file holds
+ * `pidFile`.
+ */
 const shellFor =
   (o: { init: number; pidFile: string; gone?: boolean }): NodeShell =>
   async (script, { timeoutMs }) => {
@@ -107,7 +123,8 @@ describe.skipIf(!!why).concurrent("readInHead: vLLM in the head's container, fou
     let calls = 0;
     const got = await readInHead((script, o) => (calls++, sh(script, o)), head, marker, undefined, 4);
     expect(got).toBeUndefined();
-    // an answer that will not change is not asked again (only a pid not there yet is, `tries` times at most: 20 by default)
+    // an answer that will not change is not asked again (only a pid not there yet is, `tries` times at most: 20 by
+    // default)
     expect(calls).toBe(pidFile('').startsWith('99999') ? 4 : gone || !/^\d+$/.test(pidFile('1')) ? 1 : 2);
   });
 

@@ -41,7 +41,10 @@ function setAt(v: unknown, path: Path, to: unknown): unknown {
 const mutationOf = (real: unknown) => {
   const ps = paths(real);
   return fc
-    .array(fc.tuple(fc.nat(ps.length - 1), fc.option(fc.jsonValue(), { nil: undefined, freq: 3 })), { minLength: 1, maxLength: 3 })
+    .array(fc.tuple(fc.nat(ps.length - 1), fc.option(fc.jsonValue(), { nil: undefined, freq: 3 })), {
+      minLength: 1,
+      maxLength: 3,
+    })
     .map((ms) => ms.reduce((v, [i, to]) => setAt(v, ps[i]!, to), real));
 };
 const anyJson = fc.oneof(fc.jsonValue(), fc.anything());
@@ -58,10 +61,23 @@ const usable = (j: any, object: string, text: (c: any) => boolean) =>
   (j.object === undefined || j.object === object) &&
   Array.isArray(j.choices) &&
   j.choices.length > 0 &&
-  j.choices.every((c: any) => !!c && typeof c === 'object' && isCount(c.index) && (c.finish_reason == null || typeof c.finish_reason === 'string') && text(c)) &&
-  (j.usage == null || (isCount(j.usage.prompt_tokens) && isCount(j.usage.completion_tokens) && (j.usage.total_tokens === undefined || isCount(j.usage.total_tokens))));
+  j.choices.every(
+    (c: any) =>
+      !!c &&
+      typeof c === 'object' &&
+      isCount(c.index) &&
+      (c.finish_reason == null || typeof c.finish_reason === 'string') &&
+      text(c),
+  ) &&
+  (j.usage == null ||
+    (isCount(j.usage.prompt_tokens) &&
+      isCount(j.usage.completion_tokens) &&
+      (j.usage.total_tokens === undefined || isCount(j.usage.total_tokens))));
 const completionUsable = (j: any) => usable(j, 'text_completion', (c) => typeof c.text === 'string');
-/** A probe's generation counts only when it ended for a normal reason (length, stop) with a token out (usage's count, else any text). */
+/**
+ * A probe's generation counts only when it ended for a normal reason (length, stop) with a token out (usage's count,
+ * else any text).
+ */
 const generationRan = (j: any) => {
   const c = j.choices[0];
   const tokens = j.usage ? j.usage.completion_tokens : c.text.length ? 1 : 0;
@@ -73,7 +89,10 @@ describe('readers: the real answers are good; random and mutated ones are good o
   it('/v1/completions', () => {
     expect(completionAnswer(json('completion.json'), '').ok).toBe(true);
     fc.assert(
-      fc.property(fc.oneof(anyJson, mutationOf(json('completion.json'))), (j) => !completionAnswer(j, JSON.stringify(j) ?? '').ok || completionUsable(j)),
+      fc.property(
+        fc.oneof(anyJson, mutationOf(json('completion.json'))),
+        (j) => !completionAnswer(j, JSON.stringify(j) ?? '').ok || completionUsable(j),
+      ),
       RUNS,
     );
   });
@@ -82,7 +101,15 @@ describe('readers: the real answers are good; random and mutated ones are good o
     fc.assert(
       fc.property(fc.oneof(anyJson, mutationOf(json('models.json'))), (j: any) => {
         const r = servedModels(j, '');
-        return !r.ok || (Array.isArray(j.data) && r.models.every((m) => typeof m.id === 'string' && (m.max_model_len === undefined || (Number.isInteger(m.max_model_len) && m.max_model_len > 0))));
+        return (
+          !r.ok ||
+          (Array.isArray(j.data) &&
+            r.models.every(
+              (m) =>
+                typeof m.id === 'string' &&
+                (m.max_model_len === undefined || (Number.isInteger(m.max_model_len) && m.max_model_len > 0)),
+            ))
+        );
       }),
       RUNS,
     );
@@ -90,7 +117,10 @@ describe('readers: the real answers are good; random and mutated ones are good o
   it('/tokenize', () => {
     expect(tokenizeAnswer(json('tokenize.json'), '').ok).toBe(true);
     fc.assert(
-      fc.property(fc.oneof(anyJson, mutationOf(json('tokenize.json'))), (j: any) => !tokenizeAnswer(j, '').ok || isCount(j.count)),
+      fc.property(
+        fc.oneof(anyJson, mutationOf(json('tokenize.json'))),
+        (j: any) => !tokenizeAnswer(j, '').ok || isCount(j.count),
+      ),
       RUNS,
     );
   });
@@ -99,7 +129,13 @@ describe('readers: the real answers are good; random and mutated ones are good o
     expect(parseVllmMetrics(real).kvCacheUsage).toBe(0);
     const lines = real.split('\n');
     const mutated = fc
-      .array(fc.tuple(fc.nat(lines.length - 1), fc.oneof(fc.string(), fc.constantFrom('NaN', '+Inf', '-1', '1e400', '-0', '2'), fc.double().map(String))), { minLength: 1, maxLength: 5 })
+      .array(
+        fc.tuple(
+          fc.nat(lines.length - 1),
+          fc.oneof(fc.string(), fc.constantFrom('NaN', '+Inf', '-1', '1e400', '-0', '2'), fc.double().map(String)),
+        ),
+        { minLength: 1, maxLength: 5 },
+      )
       .map((ms) => {
         const l = [...lines];
         for (const [i, v] of ms) l[i] = /^vllm:/.test(l[i]!) ? l[i]!.replace(/\S+$/, v) : v;
@@ -113,7 +149,8 @@ describe('readers: the real answers are good; random and mutated ones are good o
         } catch (e) {
           return e instanceof Error; // the probe reports it ("/metrics does not parse")
         }
-        const ok = (v: number | undefined, max = Number.MAX_SAFE_INTEGER) => v === undefined || (Number.isFinite(v) && v >= 0 && v <= max);
+        const ok = (v: number | undefined, max = Number.MAX_SAFE_INTEGER) =>
+          v === undefined || (Number.isFinite(v) && v >= 0 && v <= max);
         return ok(m.kvCacheUsage, 1) && ok(m.running) && ok(m.waiting) && ok(m.preemptions);
       }),
       RUNS,
@@ -128,18 +165,26 @@ const zCount = z
   .int()
   .nonnegative()
   .max(2 ** 31);
-const zUsage = z.object({ prompt_tokens: zCount, completion_tokens: zCount, total_tokens: zCount.optional() }).passthrough();
+const zUsage = z
+  .object({ prompt_tokens: zCount, completion_tokens: zCount, total_tokens: zCount.optional() })
+  .passthrough();
 const ZOD = {
-  models: z.object({ data: z.array(z.object({ id: z.string(), max_model_len: z.number().int().positive().optional() }).passthrough()) }),
+  models: z.object({
+    data: z.array(z.object({ id: z.string(), max_model_len: z.number().int().positive().optional() }).passthrough()),
+  }),
   completion: z
     .object({
       object: z.literal('text_completion').optional(),
-      choices: z.array(z.object({ index: zCount, text: z.string(), finish_reason: z.string().nullish() }).passthrough()).nonempty(),
+      choices: z
+        .array(z.object({ index: zCount, text: z.string(), finish_reason: z.string().nullish() }).passthrough())
+        .nonempty(),
       usage: zUsage.nullish(),
     })
     .passthrough(),
   tokenize: z.object({ count: zCount }).passthrough(),
-  error: z.object({ error: z.object({ message: z.string(), type: z.string().optional() }).passthrough() }).passthrough(),
+  error: z
+    .object({ error: z.object({ message: z.string(), type: z.string().optional() }).passthrough() })
+    .passthrough(),
 };
 
 describe('the hand-written readers accept exactly what their zod schemas accepted', () => {
@@ -156,7 +201,10 @@ describe('the hand-written readers accept exactly what their zod schemas accepte
     fc.assert(
       fc.property(fc.oneof(anyJson, mutationOf(real)), (j) => {
         const z0 = ZOD.error.safeParse(j);
-        return errorMessage(j, 'the body') === (z0.success ? z0.data.error.message : 'the body').replace(/\s+/g, ' ').slice(0, 300);
+        return (
+          errorMessage(j, 'the body') ===
+          (z0.success ? z0.data.error.message : 'the body').replace(/\s+/g, ' ').slice(0, 300)
+        );
       }),
       { numRuns: 1000 },
     );
@@ -177,7 +225,12 @@ describe('the hand-written readers accept exactly what their zod schemas accepte
 const sseMutation = (text: string) => {
   const evs = text.split('\n\n').filter(Boolean);
   return fc.oneof(
-    fc.tuple(fc.nat(evs.length - 1), fc.jsonValue()).map(([i, v]) => evs.map((e, k) => (k === i ? e.replace(/data: .*/, `data: ${JSON.stringify(v)}`) : e)).join('\n\n') + '\n\n'),
+    fc
+      .tuple(fc.nat(evs.length - 1), fc.jsonValue())
+      .map(
+        ([i, v]) =>
+          evs.map((e, k) => (k === i ? e.replace(/data: .*/, `data: ${JSON.stringify(v)}`) : e)).join('\n\n') + '\n\n',
+      ),
     fc.nat(evs.length - 1).map((i) => evs.filter((_, k) => k !== i).join('\n\n') + '\n\n'),
     fc.nat(evs.length - 1).map((i) => [...evs.slice(0, i + 1), evs[i], ...evs.slice(i + 1)].join('\n\n') + '\n\n'),
     fc.nat(text.length - 1).map((n) => text.slice(0, n)),
@@ -205,18 +258,31 @@ describe('streams: read as the SDKs read them', () => {
                   .slice(6),
               ).type,
           );
-        return types[0] === 'message_start' && types.at(-1) === 'message_stop' && types.filter((t) => t === 'content_block_start').length === types.filter((t) => t === 'content_block_stop').length;
+        return (
+          types[0] === 'message_start' &&
+          types.at(-1) === 'message_stop' &&
+          types.filter((t) => t === 'content_block_start').length ===
+            types.filter((t) => t === 'content_block_stop').length
+        );
       }),
       RUNS,
     );
   });
   it('chat (what an OpenAI client reads): [DONE] last, the usage chunk before it', () => {
     const real = cap('chat-stream.sse');
-    expect(readChatStream(real, true)).toMatchObject({ ok: true, value: { finishReason: 'length', usage: { completion_tokens: 3 } } });
+    expect(readChatStream(real, true)).toMatchObject({
+      ok: true,
+      value: { finishReason: 'length', usage: { completion_tokens: 3 } },
+    });
     fc.assert(
       fc.property(fc.oneof(fc.string(), sseMutation(real)), (text) => {
         const s = readChatStream(text, true);
-        return !s.ok || (text.trimEnd().endsWith('data: [DONE]') && s.value.finishReason !== null && isCount(s.value.usage?.completion_tokens));
+        return (
+          !s.ok ||
+          (text.trimEnd().endsWith('data: [DONE]') &&
+            s.value.finishReason !== null &&
+            isCount(s.value.usage?.completion_tokens))
+        );
       }),
       RUNS,
     );
@@ -254,13 +320,30 @@ describe('the probe: a bad answer is a finding, never healthy, never a crash', (
 
   it('inference: a completion a client could not use never leaves the probe healthy', async () => {
     completion = json('completion.json');
-    expect((await probe(target() as never, { timeoutMs: 2000, kvCacheUsageMax: 0.9, waitingMax: 10, gpuMemoryHeadroomPct: 5, gpus: false })).state).toBe('healthy');
+    expect(
+      (
+        await probe(target() as never, {
+          timeoutMs: 2000,
+          kvCacheUsageMax: 0.9,
+          waitingMax: 10,
+          gpuMemoryHeadroomPct: 5,
+          gpus: false,
+        })
+      ).state,
+    ).toBe('healthy');
     await fc.assert(
       fc.asyncProperty(fc.oneof(anyJson, mutationOf(json('completion.json'))), async (j) => {
         completion = j;
-        const r = await probe(target() as never, { timeoutMs: 2000, kvCacheUsageMax: 0.9, waitingMax: 10, gpuMemoryHeadroomPct: 5, gpus: false });
+        const r = await probe(target() as never, {
+          timeoutMs: 2000,
+          kvCacheUsageMax: 0.9,
+          waitingMax: 10,
+          gpuMemoryHeadroomPct: 5,
+          gpus: false,
+        });
         const step = r.steps.find((s) => s.step === 'inference');
-        if (!completionUsable(j) || !generationRan(j)) return r.state !== 'healthy' && step?.status === 'fail' && step.detail.length > 0;
+        if (!completionUsable(j) || !generationRan(j))
+          return r.state !== 'healthy' && step?.status === 'fail' && step.detail.length > 0;
         return step?.status === 'pass';
       }),
       { numRuns: 150 },
@@ -270,7 +353,9 @@ describe('the probe: a bad answer is a finding, never healthy, never a crash', (
   it("Claude Code's stream: a broken one fails, saying what is wrong", async () => {
     const real = cap('messages-stream.sse');
     messages = real;
-    expect((await claudeCodeCheck(target() as never, 'tiny/qwen3-code', 65_536, { timeoutMs: 2000 })).status).toBe('warn');
+    expect((await claudeCodeCheck(target() as never, 'tiny/qwen3-code', 65_536, { timeoutMs: 2000 })).status).toBe(
+      'warn',
+    );
     await fc.assert(
       fc.asyncProperty(fc.oneof(fc.string(), sseMutation(real)), async (text) => {
         messages = text;

@@ -215,7 +215,12 @@ const TABLE: Array<{ file: string; profile: Record<string, unknown>; unmapped: s
       server: { host: '0.0.0.0', port: 8000 },
       container: { image: 'vllm-node-tf5' },
       // bare YAML integers become the strings an environment holds
-      env: { VLLM_MARLIN_USE_ATOMIC_ADD: '1', PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True', FLA_USE_TMA: '0', TRITON_CACHE_AUTOTUNING: '1' },
+      env: {
+        VLLM_MARLIN_USE_ATOMIC_ADD: '1',
+        PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True',
+        FLA_USE_TMA: '0',
+        TRITON_CACHE_AUTOTUNING: '1',
+      },
     },
     // --gpu-memory-utilization-gb is added by a mod (mods/gpu-mem-util-gb), not by vLLM
     unmapped: ['command --gpu-memory-utilization-gb', 'build_args', 'mods'],
@@ -227,7 +232,15 @@ const TABLE: Array<{ file: string; profile: Record<string, unknown>; unmapped: s
       description: 'vLLM serving cyankiwi/GLM-4.7-Flash-AWQ-4bit with speed optimization patch',
       platform: 'dgx-spark-gb10',
       model: { id: 'cyankiwi/GLM-4.7-Flash-AWQ-4bit', servedName: 'glm-4.7-flash' },
-      engine: { toolCallParser: 'glm47', reasoningParser: 'glm45', maxModelLen: 202752, maxNumBatchedTokens: 4096, maxNumSeqs: 64, gpuMemoryUtilization: 0.7, runtime: 'container' },
+      engine: {
+        toolCallParser: 'glm47',
+        reasoningParser: 'glm45',
+        maxModelLen: 202752,
+        maxNumBatchedTokens: 4096,
+        maxNumSeqs: 64,
+        gpuMemoryUtilization: 0.7,
+        runtime: 'container',
+      },
       parallel: { tensor: 1 },
       server: { host: '0.0.0.0', port: 8000 },
       container: { image: 'vllm-thor-tf5' },
@@ -264,7 +277,8 @@ describe('real recipes -> profiles (test/fixtures/recipes, verbatim from the pub
   for (const t of TABLE) {
     it(t.file, () => {
       const raw = load(t.file);
-      // as the owner imports it after reading the model's code (--allow trust-remote-code): without it, see 'a stranger's code'
+      // as the owner imports it after reading the model's code (--allow trust-remote-code): without it, see 'a
+      // stranger's code'
       const r = importRecipe(raw, { name: 'r', vllmVersion: V, allow: ['trust-remote-code'] });
       expect(r.profile).toEqual(t.profile);
       expect(keysOf(r)).toEqual(t.unmapped);
@@ -313,7 +327,14 @@ describe('a recipe without a command: sparkrun generates it from defaults', () =
       model: 'Qwen/Qwen3-1.7B',
       runtime: 'vllm',
       container: 'scitrera/dgx-spark-vllm:latest',
-      defaults: { port: 9000, tensor_parallel: 1, served_model_name: 'qwen', trust_remote_code: true, enforce_eager: false, tool_call_parser: 'hermes' },
+      defaults: {
+        port: 9000,
+        tensor_parallel: 1,
+        served_model_name: 'qwen',
+        trust_remote_code: true,
+        enforce_eager: false,
+        tool_call_parser: 'hermes',
+      },
     });
     expect(r.profile.model).toEqual({ id: 'Qwen/Qwen3-1.7B', servedName: 'qwen' });
     expect(r.profile.server).toEqual({ port: 9000 });
@@ -330,7 +351,15 @@ describe('hostile and odd recipes', () => {
   const cmd = (c: string, extra: Record<string, unknown> = {}) => imp({ ...base, command: c, ...extra });
 
   it('refuses shell syntax in the command, naming the place (nothing reaches a shell)', () => {
-    for (const c of ['vllm serve m; rm -rf /', 'vllm serve m | tee x', 'vllm serve m $(id)', 'vllm serve m `id`', 'vllm serve m > /etc/x', 'vllm serve m --x "$HOME"', 'vllm serve m && true']) {
+    for (const c of [
+      'vllm serve m; rm -rf /',
+      'vllm serve m | tee x',
+      'vllm serve m $(id)',
+      'vllm serve m `id`',
+      'vllm serve m > /etc/x',
+      'vllm serve m --x "$HOME"',
+      'vllm serve m && true',
+    ]) {
       expect(() => cmd(c), c).toThrow(UsageError);
       expect(() => cmd(c), c).toThrow(/a shell would interpret it/);
     }
@@ -346,18 +375,28 @@ describe('hostile and odd recipes', () => {
   });
 
   it('refuses control characters in a value that would reach the profile, naming the key', () => {
-    expect(() => cmd('vllm serve Qwen/Qwen3-8B --served-model-name {n}', { defaults: { n: 'a\u001b[31mb' } })).toThrow(/recipe command --served-model-name: .* control character U\+001B/);
+    expect(() => cmd('vllm serve Qwen/Qwen3-8B --served-model-name {n}', { defaults: { n: 'a\u001b[31mb' } })).toThrow(
+      /recipe command --served-model-name: .* control character U\+001B/,
+    );
     expect(() => imp({ ...base, env: { A: 'x\ny' } })).toThrow(/recipe env\.A: .* control character U\+000A/);
   });
 
-  it.each(['LD_PRELOAD', 'LD_LIBRARY_PATH', 'PATH', 'PYTHONPATH', 'PYTHONSTARTUP', 'NODE_OPTIONS', 'BASH_ENV', 'VLLM_PLUGINS', 'NCCL_NET_PLUGIN', 'GLIBC_TUNABLES'])(
-    'env.%s (it decides what code the server loads, as root) is reported, never imported',
-    (name) => {
-      const r = cmd('vllm serve Qwen/Qwen3-8B', { env: { [name]: '/tmp/evil', VLLM_MARLIN_USE_ATOMIC_ADD: '1' } });
-      expect(r.profile.env).toEqual({ VLLM_MARLIN_USE_ATOMIC_ADD: '1' });
-      expect(r.unmapped.find((u) => u.key === `env.${name}`)?.why).toMatch(/what code the server loads/);
-    },
-  );
+  it.each([
+    'LD_PRELOAD',
+    'LD_LIBRARY_PATH',
+    'PATH',
+    'PYTHONPATH',
+    'PYTHONSTARTUP',
+    'NODE_OPTIONS',
+    'BASH_ENV',
+    'VLLM_PLUGINS',
+    'NCCL_NET_PLUGIN',
+    'GLIBC_TUNABLES',
+  ])('env.%s (it decides what code the server loads, as root) is reported, never imported', (name) => {
+    const r = cmd('vllm serve Qwen/Qwen3-8B', { env: { [name]: '/tmp/evil', VLLM_MARLIN_USE_ATOMIC_ADD: '1' } });
+    expect(r.profile.env).toEqual({ VLLM_MARLIN_USE_ATOMIC_ADD: '1' });
+    expect(r.unmapped.find((u) => u.key === `env.${name}`)?.why).toMatch(/what code the server loads/);
+  });
 
   it.each([
     ['--allowed-local-media-path /', /read files under that folder/],
@@ -378,17 +417,37 @@ describe('hostile and odd recipes', () => {
 
   // issue 42 item 10: each setting that runs code or moves trust is named and needs --allow NAME; the rest imports
   it.each([
-    ['--trust-remote-code', 'trust-remote-code', (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('--trust-remote-code')],
+    [
+      '--trust-remote-code',
+      'trust-remote-code',
+      (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('--trust-remote-code'),
+    ],
     ['--tokenizer evil/tok', 'tokenizer', (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('evil/tok')],
-    ['--chat-template /srv/t.jinja', 'chat-template', (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('/srv/t.jinja')],
+    [
+      '--chat-template /srv/t.jinja',
+      'chat-template',
+      (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('/srv/t.jinja'),
+    ],
     [
       `--kv-transfer-config '{"kv_connector":"X","kv_role":"kv_both","kv_connector_module_path":"evil.mod"}'`,
       'kv_connector_module_path',
       (r: RecipeImport) => JSON.stringify(r.profile).includes('evil.mod'),
     ],
-    [`--speculative-config '{"model": "evil/draft", "num_speculative_tokens": 2}'`, 'speculative-config', (r: RecipeImport) => JSON.stringify(r.profile).includes('evil/draft')],
-    ['--otlp-traces-endpoint http://collector.example:4317', 'otlp-traces-endpoint', (r: RecipeImport) => JSON.stringify(r.profile).includes('collector.example')],
-    ['--allowed-origins ["*"]', 'allowed-origins', (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('--allowed-origins')],
+    [
+      `--speculative-config '{"model": "evil/draft", "num_speculative_tokens": 2}'`,
+      'speculative-config',
+      (r: RecipeImport) => JSON.stringify(r.profile).includes('evil/draft'),
+    ],
+    [
+      '--otlp-traces-endpoint http://collector.example:4317',
+      'otlp-traces-endpoint',
+      (r: RecipeImport) => JSON.stringify(r.profile).includes('collector.example'),
+    ],
+    [
+      '--allowed-origins ["*"]',
+      'allowed-origins',
+      (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('--allowed-origins'),
+    ],
   ] as const)('%s: named, imported only with --allow %s', (args, name, present) => {
     const command = `vllm serve Qwen/Qwen3-8B ${args} --max-num-seqs 8`;
     const r = imp({ ...base, command });
@@ -426,7 +485,10 @@ describe('hostile and odd recipes', () => {
     const u = r.unmapped.find((x) => x.key === `env.${name}`);
     expect(u?.why).toMatch(why);
     expect(u?.fix).toContain(`--allow ${name}`);
-    const ok = importRecipe({ ...base, command: 'vllm serve Qwen/Qwen3-8B', env: { [name]: value } }, { name: 'r', vllmVersion: V, allow: [name] });
+    const ok = importRecipe(
+      { ...base, command: 'vllm serve Qwen/Qwen3-8B', env: { [name]: value } },
+      { name: 'r', vllmVersion: V, allow: [name] },
+    );
     expect(ok.profile.env).toEqual({ [name]: value });
   });
 
@@ -437,32 +499,50 @@ describe('hostile and odd recipes', () => {
     expect(r.notes.join('\n')).toContain('--allow-unauthenticated');
     const lo = cmd('vllm serve Qwen/Qwen3-8B --enable-sleep-mode --host 127.0.0.1');
     expect(lo.profile.server).toEqual({ host: '127.0.0.1', sleepMode: true });
-    const ok = importRecipe({ ...base, command: 'vllm serve Qwen/Qwen3-8B --enable-sleep-mode --host 0.0.0.0' }, { name: 'r', vllmVersion: V, allow: ['enable-sleep-mode'] });
+    const ok = importRecipe(
+      { ...base, command: 'vllm serve Qwen/Qwen3-8B --enable-sleep-mode --host 0.0.0.0' },
+      { name: 'r', vllmVersion: V, allow: ['enable-sleep-mode'] },
+    );
     expect(ok.profile.server).toEqual({ host: '0.0.0.0', sleepMode: true });
   });
 
-  it.each(['__proto__', 'constructor', 'prototype'])('env.%s is refused, and the report never says it was mapped', (name) => {
-    const raw = yaml.load(`model: Qwen/Qwen3-8B\nruntime: vllm\ncontainer: ghcr.io/x/y:1\ncommand: vllm serve Qwen/Qwen3-8B\nenv:\n  ${name}: "x"\n  OK: "1"\n`);
-    const r = imp(raw);
-    expect(r.profile.env).toEqual({ OK: '1' });
-    expect(Object.getPrototypeOf(r.profile.env)).toBeNull();
-    expect(r.mapped.map((m) => m.key)).not.toContain(`env.${name}`);
-    expect(r.unmapped.find((u) => u.key === `env.${name}`)?.why).toMatch(/reserve/);
-  });
+  it.each(['__proto__', 'constructor', 'prototype'])(
+    'env.%s is refused, and the report never says it was mapped',
+    (name) => {
+      const raw = yaml.load(
+        `model: Qwen/Qwen3-8B\nruntime: vllm\ncontainer: ghcr.io/x/y:1\ncommand: vllm serve Qwen/Qwen3-8B\nenv:\n  ${name}: "x"\n  OK: "1"\n`,
+      );
+      const r = imp(raw);
+      expect(r.profile.env).toEqual({ OK: '1' });
+      expect(Object.getPrototypeOf(r.profile.env)).toBeNull();
+      expect(r.mapped.map((m) => m.key)).not.toContain(`env.${name}`);
+      expect(r.unmapped.find((u) => u.key === `env.${name}`)?.why).toMatch(/reserve/);
+    },
+  );
 
   it('a real recipe with --trust-remote-code, imported without --allow: reported, the rest imported', () => {
     const r = imp(load('spark-arena--qwen3.6-27b-fp8-vllm.yaml'));
-    expect((r.profile.engine as { extraArgs: string[] }).extraArgs).toEqual(['--load-format', 'instanttensor', '--attention-backend', 'flashinfer']);
+    expect((r.profile.engine as { extraArgs: string[] }).extraArgs).toEqual([
+      '--load-format',
+      'instanttensor',
+      '--attention-backend',
+      'flashinfer',
+    ]);
     expect(keysOf(r)).toContain('command --trust-remote-code');
   });
 
   it('--allow of a setting the recipe does not have: said, nothing more imported', () => {
-    const r = importRecipe({ ...base, command: 'vllm serve Qwen/Qwen3-8B' }, { name: 'r', vllmVersion: V, allow: ['HF_ENDPOINT'] });
+    const r = importRecipe(
+      { ...base, command: 'vllm serve Qwen/Qwen3-8B' },
+      { name: 'r', vllmVersion: V, allow: ['HF_ENDPOINT'] },
+    );
     expect(r.notes.join('\n')).toContain('--allow HF_ENDPOINT: the recipe has no such setting');
   });
 
   it('never writes or shows a secret: env tokens are reported hidden, an API key becomes a variable name', () => {
-    const r = cmd('vllm serve Qwen/Qwen3-8B --api-key sk-live-123456', { env: { HF_TOKEN: 'hf_abcdefgh123', VLLM_API_KEY: '${MY_KEY}', OK: 'x' } });
+    const r = cmd('vllm serve Qwen/Qwen3-8B --api-key sk-live-123456', {
+      env: { HF_TOKEN: 'hf_abcdefgh123', VLLM_API_KEY: '${MY_KEY}', OK: 'x' },
+    });
     const text = JSON.stringify(r);
     expect(text).not.toContain('hf_abcdefgh123');
     expect(text).not.toContain('sk-live-123456');
@@ -474,7 +554,9 @@ describe('hostile and odd recipes', () => {
   });
 
   it('--hf-token in the command and secret-named defaults are neither kept nor shown; token counts are', () => {
-    const r = cmd('vllm serve Qwen/Qwen3-8B --hf-token {tok} --max-num-batched-tokens {n}', { defaults: { tok: 'hf_zzzzzzzz999', n: 8192, api_key: 'sk-zzzz1234' } });
+    const r = cmd('vllm serve Qwen/Qwen3-8B --hf-token {tok} --max-num-batched-tokens {n}', {
+      defaults: { tok: 'hf_zzzzzzzz999', n: 8192, api_key: 'sk-zzzz1234' },
+    });
     expect(JSON.stringify(r)).not.toMatch(/hf_zzzz|sk-zzzz/);
     expect(keysOf(r)).toContain('command --hf-token');
     expect(r.unmapped.find((u) => u.key === 'defaults.api_key')?.value).toMatch(/hidden/);
@@ -486,7 +568,10 @@ describe('hostile and odd recipes', () => {
   it('a refusal that quotes the command does not quote a secret in it', () => {
     let msg = '';
     try {
-      cmd('vllm serve Qwen/Qwen3-8B --hf-token {t}; id', { defaults: { hf_token: 'x', t: 'hf_qqqqqqqq' }, env: { HF_TOKEN: 'hf_qqqqqqqq' } });
+      cmd('vllm serve Qwen/Qwen3-8B --hf-token {t}; id', {
+        defaults: { hf_token: 'x', t: 'hf_qqqqqqqq' },
+        env: { HF_TOKEN: 'hf_qqqqqqqq' },
+      });
     } catch (e) {
       msg = (e as Error).message;
     }
@@ -513,7 +598,12 @@ describe('hostile and odd recipes', () => {
 
   it('reports a typed flag with a value the field cannot take, and options sparkctl renders per node', () => {
     const r = cmd('vllm serve Qwen/Qwen3-8B --max-model-len 32k --kv-cache-dtype fp8_inc --nnodes 2 --headless');
-    expect(keysOf(r)).toEqual(['command --max-model-len', 'command --kv-cache-dtype', 'command --nnodes', 'command --headless']);
+    expect(keysOf(r)).toEqual([
+      'command --max-model-len',
+      'command --kv-cache-dtype',
+      'command --nnodes',
+      'command --headless',
+    ]);
   });
 
   it('reports unknown top-level keys and sparkrun hooks, never runs or keeps them', () => {
@@ -529,7 +619,10 @@ describe('hostile and odd recipes', () => {
   });
 
   it('maps executor_config where the profile has a field, reports the rest', () => {
-    const r = imp({ ...base, executor_config: { shm_size: '20gb', network: 'host', privileged: true, restart_policy: 'always' } });
+    const r = imp({
+      ...base,
+      executor_config: { shm_size: '20gb', network: 'host', privileged: true, restart_policy: 'always' },
+    });
     expect(r.profile.container).toEqual({ image: 'ghcr.io/x/y:1', shmSize: '20g', network: 'host' });
     expect(keysOf(r)).toEqual(['executor_config.privileged', 'executor_config.restart_policy']);
   });

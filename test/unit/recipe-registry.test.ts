@@ -36,7 +36,10 @@ function registry(extra: (dir: string) => void = () => {}): { dir: string; commi
   writeFileSync(join(dir, '.sparkrun', 'registry.yaml'), INDEX);
   mkdirSync(join(dir, 'official-recipes', 'qwen3.6', 'vllm'), { recursive: true });
   mkdirSync(join(dir, 'experimental-recipes'));
-  copyFileSync(join(FIXTURES, 'recipes', `spark-arena--${NAME}.yaml`), join(dir, 'official-recipes', 'qwen3.6', 'vllm', `${NAME}.yaml`));
+  copyFileSync(
+    join(FIXTURES, 'recipes', `spark-arena--${NAME}.yaml`),
+    join(dir, 'official-recipes', 'qwen3.6', 'vllm', `${NAME}.yaml`),
+  );
   extra(dir);
   const git = (...a: string[]) =>
     execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', ...a], { stdio: 'pipe' })
@@ -55,7 +58,15 @@ beforeAll(() => {
 
 describe('@registry/name in a registry checkout', () => {
   it('imports the recipe the name points to, and says the file and the commit it came from', async () => {
-    const r = await runMain(['profiles', 'import', `@official/${NAME}`, '--registry', reg.dir, '--platform', 'dgx-spark-gb10']);
+    const r = await runMain([
+      'profiles',
+      'import',
+      `@official/${NAME}`,
+      '--registry',
+      reg.dir,
+      '--platform',
+      'dgx-spark-gb10',
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     const file = join(reg.dir, 'official-recipes', 'qwen3.6', 'vllm', `${NAME}.yaml`);
     expect(r.stdout).toContain(`# source: @official/${NAME} (${file}, commit ${reg.commit})`);
@@ -74,24 +85,51 @@ describe('@registry/name in a registry checkout', () => {
   });
 
   it.each<[string, string[], (d: string) => void, RegExp]>([
-    ['no --registry', ['@official/x'], () => {}, /looks it up only in a registry checkout you give it[\s\S]*--registry DIR[\s\S]*raw URL/],
-    ['an unknown registry', ['@nope/x', '--registry', 'DIR'], () => {}, /has no registry "nope"[\s\S]*its registries: @official, @experimental/],
-    ['an unknown name', ['@official/nothing-here', '--registry', 'DIR'], () => {}, /no nothing-here\.yaml in official-recipes\/ of/],
+    [
+      'no --registry',
+      ['@official/x'],
+      () => {},
+      /looks it up only in a registry checkout you give it[\s\S]*--registry DIR[\s\S]*raw URL/,
+    ],
+    [
+      'an unknown registry',
+      ['@nope/x', '--registry', 'DIR'],
+      () => {},
+      /has no registry "nope"[\s\S]*its registries: @official, @experimental/,
+    ],
+    [
+      'an unknown name',
+      ['@official/nothing-here', '--registry', 'DIR'],
+      () => {},
+      /no nothing-here\.yaml in official-recipes\/ of/,
+    ],
     ['a name with a path in it', ['@official/../x', '--registry', 'DIR'], () => {}, /not a registry name/],
-    ['a folder that is not a registry', ['@official/x', '--registry', 'EMPTY'], () => {}, /has no \.sparkrun\/registry\.yaml/],
+    [
+      'a folder that is not a registry',
+      ['@official/x', '--registry', 'EMPTY'],
+      () => {},
+      /has no \.sparkrun\/registry\.yaml/,
+    ],
     [
       'two recipes with one name',
       [`@official/${NAME}`, '--registry', 'DIR'],
       (d) => {
         mkdirSync(join(d, 'official-recipes', 'other', 'vllm'), { recursive: true });
-        copyFileSync(join(FIXTURES, 'recipes', `spark-arena--${NAME}.yaml`), join(d, 'official-recipes', 'other', 'vllm', `${NAME}.yaml`));
+        copyFileSync(
+          join(FIXTURES, 'recipes', `spark-arena--${NAME}.yaml`),
+          join(d, 'official-recipes', 'other', 'vllm', `${NAME}.yaml`),
+        );
       },
       /2 recipes have that name[\s\S]*give the file itself/,
     ],
     [
       'a recipe folder outside the checkout',
       ['@official/x', '--registry', 'DIR'],
-      (d) => writeFileSync(join(d, '.sparkrun', 'registry.yaml'), 'registries:\n  - name: official\n    recipes: ../../etc\n'),
+      (d) =>
+        writeFileSync(
+          join(d, '.sparkrun', 'registry.yaml'),
+          'registries:\n  - name: official\n    recipes: ../../etc\n',
+        ),
       /is not a folder inside the checkout/,
     ],
     [
@@ -121,11 +159,16 @@ describe('@registry/name in a registry checkout', () => {
   it('profiles validate of the imported profile, before its model is pulled: valid, saying what it could not check and how to fetch it', async () => {
     const out = join(dirs(), 'q.yaml');
     const env = { HF_HOME: dirs() };
-    const imp = await runMain(['profiles', 'import', `@official/${NAME}`, '--registry', reg.dir, '--platform', 'dgx-spark-gb10', '--out', out], { env });
+    const imp = await runMain(
+      ['profiles', 'import', `@official/${NAME}`, '--registry', reg.dir, '--platform', 'dgx-spark-gb10', '--out', out],
+      { env },
+    );
     expect(imp.exitCode, imp.stderr).toBe(0);
     const v = await runMain(['profiles', 'validate', out, '--gpus', '1'], { env });
     expect(v.exitCode, v.stdout).toBe(0);
-    expect(v.stdout).toMatch(/could not check: the plan \(weights, KV cache and max model len[^\n]*pull Qwen\/Qwen3\.6-27B-FP8 --config-only/);
+    expect(v.stdout).toMatch(
+      /could not check: the plan \(weights, KV cache and max model len[^\n]*pull Qwen\/Qwen3\.6-27B-FP8 --config-only/,
+    );
     expect(v.stdout).toMatch(/valid as far as it could be checked/);
     expect(v.stdout).not.toMatch(/^error:/m);
     const j = await runMain(['profiles', 'validate', out, '--gpus', '1', '--json'], { env });
@@ -134,13 +177,21 @@ describe('@registry/name in a registry checkout', () => {
     expect(env2).toMatchObject({ kind: 'validation', valid: true, problems: [] });
     expect(env2.couldNotCheck).toHaveLength(1);
     // a real fault of the file is still an error beside it (exit 2)
-    writeFileSync(out, `${readFileSync(out, 'utf8')}\n# broken on purpose\n`.replace(/gpuMemoryUtilization: [0-9.]+/, 'gpuMemoryUtilization: 1.5'));
+    writeFileSync(
+      out,
+      `${readFileSync(out, 'utf8')}\n# broken on purpose\n`.replace(
+        /gpuMemoryUtilization: [0-9.]+/,
+        'gpuMemoryUtilization: 1.5',
+      ),
+    );
     const bad = await runMain(['profiles', 'validate', out, '--gpus', '1'], { env });
     expect(bad.exitCode, bad.stdout).toBe(2);
   });
 
   it('findInRegistry: a flat recipe at the folder top wins over the walk (sparkrun looks there first)', () => {
-    const { dir } = registry((d) => copyFileSync(join(FIXTURES, 'recipes', `spark-arena--${NAME}.yaml`), join(d, 'official-recipes', `${NAME}.yml`)));
+    const { dir } = registry((d) =>
+      copyFileSync(join(FIXTURES, 'recipes', `spark-arena--${NAME}.yaml`), join(d, 'official-recipes', `${NAME}.yml`)),
+    );
     expect(findInRegistry(`@official/${NAME}`, dir).file).toBe(join(dir, 'official-recipes', `${NAME}.yml`));
   });
 });

@@ -77,7 +77,11 @@ describe('the CLI word and its options: only what sparkctl writes', () => {
     ['an OCI runtime anyone can write', ['--runtime', '/tmp/x/runc'], /--runtime "\/tmp\/x\/runc" is not a value/],
     ['an OCI runtime by ..', ['--runtime', '/usr/bin/../../tmp/runc'], /is not a value/],
     ['a storage root by ..', ['--root', '/var/../tmp'], /--root "\/var\/..\/tmp" is not a value/],
-    ['a storage option (mount_program)', ['--storage-opt', 'mount_program=/tmp/x'], /"--storage-opt" is not a global option/],
+    [
+      'a storage option (mount_program)',
+      ['--storage-opt', 'mount_program=/tmp/x'],
+      /"--storage-opt" is not a global option/,
+    ],
     ['an option without its value', ['--root'], /--root "\(nothing\)"/],
     ['a control character, shown escaped', ['--root', '/x\u001b[2J'], /\\\\x1b/],
   ])('options sparkctl never writes are refused: %s', (_, args, why) => {
@@ -95,13 +99,30 @@ describe('the CLI word and its options: only what sparkctl writes', () => {
 });
 
 describe('a host entry whose container CLI is not one sparkctl writes: corrupt, never run', () => {
-  const entry = (container: Record<string, unknown>) => hostEntryJson({ container: { name: 'sparkctl-x-0', image: 'x', id: ID, ...container } });
+  const entry = (container: Record<string, unknown>) =>
+    hostEntryJson({ container: { name: 'sparkctl-x-0', image: 'x', id: ID, ...container } });
   it.each<[string, () => Record<string, unknown>, RegExp]>([
-    ['a program by path', () => ({ cli: join(bin, 'evil'), cliArgs: [] }), /^container\.cli: ".*\/evil" is not a container CLI sparkctl runs/],
+    [
+      'a program by path',
+      () => ({ cli: join(bin, 'evil'), cliArgs: [] }),
+      /^container\.cli: ".*\/evil" is not a container CLI sparkctl runs/,
+    ],
     ['a shell', () => ({ cli: 'sh', cliArgs: [] }), /^container\.cli: "sh" is not a container CLI/],
-    ['a path that ends in podman', () => ({ cli: join(bin, 'podman'), cliArgs: [] }), /^container\.cli: ".*\/podman" is not a container CLI/],
-    ['podman with an unknown flag', () => ({ cli: 'podman', cliArgs: ['--url', 'tcp://10.0.0.9:1'] }), /^container\.cliArgs: "--url" is not a global option/],
-    ['podman with a config elsewhere', () => ({ cli: 'podman', cliArgs: ['--config', '/tmp/evil'] }), /^container\.cliArgs: "--config"/],
+    [
+      'a path that ends in podman',
+      () => ({ cli: join(bin, 'podman'), cliArgs: [] }),
+      /^container\.cli: ".*\/podman" is not a container CLI/,
+    ],
+    [
+      'podman with an unknown flag',
+      () => ({ cli: 'podman', cliArgs: ['--url', 'tcp://10.0.0.9:1'] }),
+      /^container\.cliArgs: "--url" is not a global option/,
+    ],
+    [
+      'podman with a config elsewhere',
+      () => ({ cli: 'podman', cliArgs: ['--config', '/tmp/evil'] }),
+      /^container\.cliArgs: "--config"/,
+    ],
   ])('%s', (_, container, why) => {
     const reg = new Registry(fresh());
     writeFileSync(join(reg.dir, 'x-0.json'), JSON.stringify(entry(container())));
@@ -130,7 +151,16 @@ describe('a launch-ledger record whose options sparkctl never writes: passed ove
     mkdirSync(join(reg.stateDir, 'containers'), { recursive: true });
     writeFileSync(
       join(reg.stateDir, 'containers', `${marker}.json`),
-      JSON.stringify({ marker, cli, cliArgs, name: 'sparkctl-x-0', instance: 'x-0', profile: 'x', launchedAt: '2026-12-04T00:00:00.000Z', logFile: '/tmp/x.log' }),
+      JSON.stringify({
+        marker,
+        cli,
+        cliArgs,
+        name: 'sparkctl-x-0',
+        instance: 'x-0',
+        profile: 'x',
+        launchedAt: '2026-12-04T00:00:00.000Z',
+        logFile: '/tmp/x.log',
+      }),
     );
     clean();
     const PATH = process.env.PATH;
@@ -144,7 +174,15 @@ describe('a launch-ledger record whose options sparkctl never writes: passed ove
   });
 });
 
-const rank1 = { node: 'n1', rank: 1, pid: 0, marker: 'm', logFile: `podman logs ${ID.slice(0, 12)}`, containerId: ID, cli: ['podman', ...PODMAN] };
+const rank1 = {
+  node: 'n1',
+  rank: 1,
+  pid: 0,
+  marker: 'm',
+  logFile: `podman logs ${ID.slice(0, 12)}`,
+  containerId: ID,
+  cli: ['podman', ...PODMAN],
+};
 const cluster: ClusterRecord = {
   version: 1,
   executor: 'native',
@@ -163,10 +201,26 @@ const cluster: ClusterRecord = {
 
 describe('a cluster record: its CLI words and log paths only as sparkctl writes them', () => {
   it.each<[string, Record<string, unknown>, RegExp]>([
-    ["a rank's CLI that is a shell", { ranks: [{ ...rank1, cli: ['sh', '-c', 'reboot'] }] }, /^ranks\.0\.cli: "sh" is not a container CLI/],
-    ["a rank's CLI by path", { ranks: [{ ...rank1, cli: ['/tmp/x/podman'] }] }, /^ranks\.0\.cli: "\/tmp\/x\/podman" is not a container CLI/],
-    ["a rank's CLI with an unknown flag", { ranks: [{ ...rank1, cli: ['podman', '--url', 'ssh://x'] }] }, /^ranks\.0\.cli: "--url" is not a global option/],
-    ["a rank's CLI with docker -H", { ranks: [{ ...rank1, cli: ['docker', '-H', 'tcp://x:2375'] }] }, /^ranks\.0\.cli: "-H"/],
+    [
+      "a rank's CLI that is a shell",
+      { ranks: [{ ...rank1, cli: ['sh', '-c', 'reboot'] }] },
+      /^ranks\.0\.cli: "sh" is not a container CLI/,
+    ],
+    [
+      "a rank's CLI by path",
+      { ranks: [{ ...rank1, cli: ['/tmp/x/podman'] }] },
+      /^ranks\.0\.cli: "\/tmp\/x\/podman" is not a container CLI/,
+    ],
+    [
+      "a rank's CLI with an unknown flag",
+      { ranks: [{ ...rank1, cli: ['podman', '--url', 'ssh://x'] }] },
+      /^ranks\.0\.cli: "--url" is not a global option/,
+    ],
+    [
+      "a rank's CLI with docker -H",
+      { ranks: [{ ...rank1, cli: ['docker', '-H', 'tcp://x:2375'] }] },
+      /^ranks\.0\.cli: "-H"/,
+    ],
     ["a rank's log with $(...)", { ranks: [{ ...rank1, logFile: '/x/$(reboot)' }] }, /^ranks\.0\.logFile: /],
     ["a rank's log with backticks", { ranks: [{ ...rank1, logFile: '/x/`reboot`' }] }, /^ranks\.0\.logFile: /],
     ["a rank's log with a quote", { ranks: [{ ...rank1, logFile: `/x/'"; reboot` }] }, /^ranks\.0\.logFile: /],
@@ -193,7 +247,10 @@ describe('a cluster record: its CLI words and log paths only as sparkctl writes 
 /** Run a produced shell line with the marker programs on PATH; whether any of them ran. */
 const runs = (line: string): boolean => {
   clean();
-  spawnSync('sh', ['-c', line], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, HOME: bin }, timeout: 10_000 });
+  spawnSync('sh', ['-c', line], {
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, HOME: bin },
+    timeout: 10_000,
+  });
   return ran();
 };
 
@@ -238,7 +295,10 @@ describe("a node's log path in a shell line: one word, nothing in it runs", () =
     expect(nodePathWord('$HOME/.local/state/sparkctl/logs/a.log')).toBe('"$HOME"/.local/state/sparkctl/logs/a.log');
     const dir = fresh();
     writeFileSync(join(dir, 'a b.log'), 'one\ntwo\n');
-    const r = spawnSync('sh', ['-c', `tail -n 1 ${nodePathWord('$HOME/a b.log')}`], { env: { ...process.env, HOME: dir }, encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', `tail -n 1 ${nodePathWord('$HOME/a b.log')}`], {
+      env: { ...process.env, HOME: dir },
+      encoding: 'utf8',
+    });
     expect(r.stdout).toBe('two\n');
   });
 });

@@ -24,9 +24,14 @@ const fresh = tempDirs('sparkctl-recwords2-');
 const HEX = 'b'.repeat(64);
 
 describe('an image read back from a record: a reference or an image ID, else corrupt', () => {
-  it.each(['nvcr.io/nvidia/vllm:26.03-py3', 'vllm/vllm-openai:v0.11.0', 'localhost:5000/team/vllm:dev', `nvcr.io/nvidia/vllm@sha256:${HEX}`, `sha256:${HEX}`, HEX])('%s is one', (ref) =>
-    expect(imageRefProblem(ref)).toBeUndefined(),
-  );
+  it.each([
+    'nvcr.io/nvidia/vllm:26.03-py3',
+    'vllm/vllm-openai:v0.11.0',
+    'localhost:5000/team/vllm:dev',
+    `nvcr.io/nvidia/vllm@sha256:${HEX}`,
+    `sha256:${HEX}`,
+    HEX,
+  ])('%s is one', (ref) => expect(imageRefProblem(ref)).toBeUndefined());
 
   it.each<[string, unknown]>([
     ['an option', '--privileged'],
@@ -46,13 +51,29 @@ describe('an image read back from a record: a reference or an image ID, else cor
   });
 
   const entry = hostEntryJson;
-  const container = (image: string) => ({ container: { cli: 'podman', cliArgs: [], name: 'sparkctl-x-0', image, id: 'a'.repeat(64) } });
-  const launch = (image: string) => ({ launch: { sets: [], vllm: { asked: 'auto', resolved: '0.11.0', how: 'unknown' }, image } });
+  const container = (image: string) => ({
+    container: { cli: 'podman', cliArgs: [], name: 'sparkctl-x-0', image, id: 'a'.repeat(64) },
+  });
+  const launch = (image: string) => ({
+    launch: { sets: [], vllm: { asked: 'auto', resolved: '0.11.0', how: 'unknown' }, image },
+  });
 
   it.each<[string, Record<string, unknown>, RegExp]>([
-    ["a host entry's container image --privileged", container('--privileged'), /^container\.image: "--privileged" is not an image reference/],
-    ["a host entry's container image with a newline", container('vllm:1\n--privileged'), /^container\.image: "vllm:1\\\\x0a--privileged" is not an image reference/],
-    ["a launch record's image --privileged", launch('--privileged'), /^launch\.image: "--privileged" is not an image reference/],
+    [
+      "a host entry's container image --privileged",
+      container('--privileged'),
+      /^container\.image: "--privileged" is not an image reference/,
+    ],
+    [
+      "a host entry's container image with a newline",
+      container('vllm:1\n--privileged'),
+      /^container\.image: "vllm:1\\\\x0a--privileged" is not an image reference/,
+    ],
+    [
+      "a launch record's image --privileged",
+      launch('--privileged'),
+      /^launch\.image: "--privileged" is not an image reference/,
+    ],
     ["a launch record's image with a newline", launch('x\n-v/:/h'), /^launch\.image: "x\\\\x0a-v\/:\/h" is not/],
   ])('%s: corrupt, never read', (_, over, why) => {
     const reg = new Registry(fresh());
@@ -64,18 +85,29 @@ describe('an image read back from a record: a reference or an image ID, else cor
 
   it('a good image in both reads (the rule passes what sparkctl writes)', () => {
     const reg = new Registry(fresh());
-    writeFileSync(join(reg.dir, 'x-0.json'), JSON.stringify(entry({ launch: launch('vllm/vllm-openai:v0.11.0').launch })));
+    writeFileSync(
+      join(reg.dir, 'x-0.json'),
+      JSON.stringify(entry({ launch: launch('vllm/vllm-openai:v0.11.0').launch })),
+    );
     reg.list();
     expect(reg.corrupt).toEqual([]);
   });
 
-  const pinFile = (image: string) => ({ version: 1, profile: 'x', current: { at: '2026-12-04T00:00:00.000Z', vllmVersion: '0.11.0', image, sets: [] }, previous: [] });
-  it.each([['--privileged'], ['vllm:1\n--privileged']])('a pin file naming the image %j: not a pin file, with the field', (image) => {
-    const dir = fresh();
-    mkdirSync(join(dir, 'pins'), { recursive: true });
-    writeFileSync(join(dir, 'pins', 'x.json'), JSON.stringify(pinFile(image)));
-    expect(() => readPins(dir, 'x')).toThrow(/not a pin file \(current\.image: ".*" is not an image reference/);
+  const pinFile = (image: string) => ({
+    version: 1,
+    profile: 'x',
+    current: { at: '2026-12-04T00:00:00.000Z', vllmVersion: '0.11.0', image, sets: [] },
+    previous: [],
   });
+  it.each([['--privileged'], ['vllm:1\n--privileged']])(
+    'a pin file naming the image %j: not a pin file, with the field',
+    (image) => {
+      const dir = fresh();
+      mkdirSync(join(dir, 'pins'), { recursive: true });
+      writeFileSync(join(dir, 'pins', 'x.json'), JSON.stringify(pinFile(image)));
+      expect(() => readPins(dir, 'x')).toThrow(/not a pin file \(current\.image: ".*" is not an image reference/);
+    },
+  );
   it('a pin file with a good image reads', () => {
     const dir = fresh();
     mkdirSync(join(dir, 'pins'), { recursive: true });
@@ -86,7 +118,17 @@ describe('an image read back from a record: a reference or an image ID, else cor
   it('an upgrade record naming an image --privileged is not trusted (counted)', () => {
     const dir = fresh();
     const rec = (image: string) =>
-      JSON.stringify({ at: 'now', profile: 'x', kind: 'upgrade', from: { vllmVersion: '1' }, to: { vllmVersion: '2', image }, status: 'done', failed: [], ms: 1, by: 'root' });
+      JSON.stringify({
+        at: 'now',
+        profile: 'x',
+        kind: 'upgrade',
+        from: { vllmVersion: '1' },
+        to: { vllmVersion: '2', image },
+        status: 'done',
+        failed: [],
+        ms: 1,
+        by: 'root',
+      });
     mkdirSync(historyDir(dir), { recursive: true });
     writeFileSync(join(historyDir(dir), 'upgrades.jsonl'), `${rec('--privileged')}\n${rec('vllm/vllm-openai:v2')}\n`);
     const r = readUpgrades(dir);
@@ -114,7 +156,8 @@ describe('a vLLM executable read back from a record: checked before it runs agai
     symlinkSync(exe(), l);
     expect(recordedExecProblem(l)).toBeUndefined();
   });
-  it('a bare name is found on the PATH, not named by the record: not checked here', () => expect(recordedExecProblem('vllm')).toBeUndefined());
+  it('a bare name is found on the PATH, not named by the record: not checked here', () =>
+    expect(recordedExecProblem('vllm')).toBeUndefined());
 
   it.each<[string, () => string, RegExp]>([
     ['group-writable', () => exe(0o775), /writable by its group \(mode 775\)/],
@@ -156,11 +199,14 @@ describe('a vLLM executable read back from a record: checked before it runs agai
   ])('%s: refused', (_, make, why) => expect(recordedExecProblem(make())).toMatch(why));
 
   // an operator's own venv (owned by the login user, served with sudo): watch must be able to restart it
-  it.runIf(process.getuid?.() === 0)("owned by another user (uid 65534), writable by that owner alone: runs (an operator's venv)", () => {
-    const f = exe();
-    chownSync(f, 65534, 65534);
-    expect(recordedExecProblem(f)).toBeUndefined();
-  });
+  it.runIf(process.getuid?.() === 0)(
+    "owned by another user (uid 65534), writable by that owner alone: runs (an operator's venv)",
+    () => {
+      const f = exe();
+      chownSync(f, 65534, 65534);
+      expect(recordedExecProblem(f)).toBeUndefined();
+    },
+  );
   it.runIf(process.getuid?.() === 0)('owned by another user but group-writable: refused all the same', () => {
     const f = exe(0o775);
     chownSync(f, 65534, 65534);
@@ -184,7 +230,14 @@ describe('a vLLM executable read back from a record: checked before it runs agai
   /** a host replica whose entry names `bin` as its executable */
   const replica = (bin: string): Entry =>
     ({
-      inst: { name: 'x-0', profile: 'x', replica: 0, engine: 'vllm', argv: [bin, 'serve', 'm'], role: undefined } as unknown as Instance,
+      inst: {
+        name: 'x-0',
+        profile: 'x',
+        replica: 0,
+        engine: 'vllm',
+        argv: [bin, 'serve', 'm'],
+        role: undefined,
+      } as unknown as Instance,
       alive: true,
       proof: { state: 'alive' },
     }) as unknown as Entry;
@@ -192,12 +245,19 @@ describe('a vLLM executable read back from a record: checked before it runs agai
   it.each<[string, () => string]>([
     ['group-writable', () => exe(0o775)],
     ['in a world-writable folder', () => exe(0o755, 0o777)],
-  ])('restart/upgrade (relaunchPlan) refuses a recorded executable %s before anything is read or run', async (_, make) => {
-    await expect(relaunchPlan('x', [replica(make())], { set: [], prewarm: false })).rejects.toThrow(/the vLLM executable ".*vllm" is not started again/);
-  });
+  ])(
+    'restart/upgrade (relaunchPlan) refuses a recorded executable %s before anything is read or run',
+    async (_, make) => {
+      await expect(relaunchPlan('x', [replica(make())], { set: [], prewarm: false })).rejects.toThrow(
+        /the vLLM executable ".*vllm" is not started again/,
+      );
+    },
+  );
   it("an upgrade candidate given on the command line (--vllm-bin) is the operator's, not the record's: the record's is not the one checked", async () => {
     // the plan goes on past the check (and fails later, reading a profile that is not there)
-    await expect(relaunchPlan('no-such-profile', [replica(exe(0o775))], { set: [], prewarm: false, vllmBin: 'vllm' })).rejects.not.toThrow(/is not started again/);
+    await expect(
+      relaunchPlan('no-such-profile', [replica(exe(0o775))], { set: [], prewarm: false, vllmBin: 'vllm' }),
+    ).rejects.not.toThrow(/is not started again/);
   });
 });
 

@@ -9,7 +9,10 @@ const NO_ENV: string[] = [];
 describe('redactText: the names of variables are kept', () => {
   it.each([
     ['--set server.apiKeyEnv=VLLM_API_KEY', '--set server.apiKeyEnv=VLLM_API_KEY'],
-    ['fix: --set server.apiKeyEnv=QWEN_PROD_API_KEY, then restart', 'fix: --set server.apiKeyEnv=QWEN_PROD_API_KEY, then restart'],
+    [
+      'fix: --set server.apiKeyEnv=QWEN_PROD_API_KEY, then restart',
+      'fix: --set server.apiKeyEnv=QWEN_PROD_API_KEY, then restart',
+    ],
     ['API_KEY_ENV=OPENAI_API_KEY', 'API_KEY_ENV=OPENAI_API_KEY'],
     ['gateway.apiKeyEnv=GW_TOKEN', 'gateway.apiKeyEnv=GW_TOKEN'],
     ['tokenEnvVar=HF_TOKEN', 'tokenEnvVar=HF_TOKEN'],
@@ -45,7 +48,9 @@ describe('redactText: secret values are masked, also in a field that usually hol
 
   it("a known secret's value is masked wherever it appears, also after a name field", () => {
     const secrets = knownSecrets([], { GW_API_KEY: 'SECRET_SHAPED_LIKE_A_NAME' });
-    expect(redactText('apiKeyEnv=SECRET_SHAPED_LIKE_A_NAME and SECRET_SHAPED_LIKE_A_NAME', secrets)).toBe('apiKeyEnv=<redacted> and <redacted>');
+    expect(redactText('apiKeyEnv=SECRET_SHAPED_LIKE_A_NAME and SECRET_SHAPED_LIKE_A_NAME', secrets)).toBe(
+      'apiKeyEnv=<redacted> and <redacted>',
+    );
   });
 
   it('counts are no secret', () => {
@@ -86,9 +91,13 @@ describe('isSecretName: a word of the name ends in a secret word', () => {
     ['--enable-prompt-tokens-details', false],
     ['--ssl-keyfile', false],
     ['--tokenizer', false],
-  ])('a flag or recipe key names what it takes by its last word: %s -> %s', (name, secret) => expect(isSecretName(name, { lastWord: true })).toBe(secret));
+  ])('a flag or recipe key names what it takes by its last word: %s -> %s', (name, secret) =>
+    expect(isSecretName(name, { lastWord: true })).toBe(secret),
+  );
 
   it('redactText masks NAME=value only where the name is secret by the rule', () => {
-    expect(redactText('HF_TOKEN=hf_abcdefgh TOKENIZERS_PARALLELISM=false', [])).toBe('HF_TOKEN=<redacted> TOKENIZERS_PARALLELISM=false');
+    expect(redactText('HF_TOKEN=hf_abcdefgh TOKENIZERS_PARALLELISM=false', [])).toBe(
+      'HF_TOKEN=<redacted> TOKENIZERS_PARALLELISM=false',
+    );
   });
 });

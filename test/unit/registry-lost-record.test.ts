@@ -29,12 +29,18 @@ async function leaderGone(log: string) {
   mkdirSync(join(state, 'logs'));
   const marker = randomUUID();
   const fd = openSync(join(state, 'logs', log), 'a', 0o600);
-  const sh = spawn('sh', ['-c', 'sleep 30 & exit 0'], { detached: true, stdio: ['ignore', fd, fd], env: { ...process.env, SPARKCTL_INSTANCE: marker, SPARKCTL_TEST_CASE: tag } });
+  const sh = spawn('sh', ['-c', 'sleep 30 & exit 0'], {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+    env: { ...process.env, SPARKCTL_INSTANCE: marker, SPARKCTL_TEST_CASE: tag },
+  });
   closeSync(fd);
   await new Promise((r) => sh.once('exit', r));
   const pgid = sh.pid!;
   expect(await waitFor(() => processStartTime(pgid) === undefined, 3000)).toBe(true);
-  const [child] = processesWithEnv('SPARKCTL_TEST_CASE', tag).filter((p) => processesWithEnv('SPARKCTL_INSTANCE', marker).includes(p));
+  const [child] = processesWithEnv('SPARKCTL_TEST_CASE', tag).filter((p) =>
+    processesWithEnv('SPARKCTL_INSTANCE', marker).includes(p),
+  );
   expect(child).toBeDefined();
   return { state, marker, pgid, child: child! };
 }
@@ -54,6 +60,11 @@ describe('a launch whose record is lost and whose leader died is still found and
     const g = await leaderGone('qwen-dev-0.log');
     const found = new Registry(g.state).list().filter((x) => x.inst.marker === g.marker);
     expect(found).toHaveLength(1);
-    expect(found[0]).toMatchObject({ recovered: true, alive: true, proof: { state: 'degraded', pgid: g.pgid }, inst: { name: 'qwen-dev-0', pgid: g.pgid } });
+    expect(found[0]).toMatchObject({
+      recovered: true,
+      alive: true,
+      proof: { state: 'degraded', pgid: g.pgid },
+      inst: { name: 'qwen-dev-0', pgid: g.pgid },
+    });
   });
 });

@@ -8,7 +8,14 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Registry, readLaunch, type ClusterRecord, type Instance, type Placement, type ServerEntry } from '../../src/engine/registry.js';
+import {
+  Registry,
+  readLaunch,
+  type ClusterRecord,
+  type Instance,
+  type Placement,
+  type ServerEntry,
+} from '../../src/engine/registry.js';
 import { named, onHost, overNodes } from '../../src/engine/servers.js';
 import { tempDir, rmrf } from '../helpers.js';
 
@@ -64,8 +71,24 @@ const cluster: ClusterRecord = {
   servedName: 'big',
   logFile: '$HOME/.local/state/sparkctl/logs/big-0-rank0.log',
   startedAt: '2026-12-04T00:00:00.000Z',
-  ranks: [{ node: 'n0', rank: 0, pid: 4242, startTime: 123456, marker: 'm', logFile: '$HOME/.local/state/sparkctl/logs/big-0-rank0.log' }],
-  launch: { asked: 'big', sets: ['engine.runtime=container'], profilesDir: '/etc/sparkctl/profiles', platform: 'dgx-spark', engine: 'vllm', prewarm: true },
+  ranks: [
+    {
+      node: 'n0',
+      rank: 0,
+      pid: 4242,
+      startTime: 123456,
+      marker: 'm',
+      logFile: '$HOME/.local/state/sparkctl/logs/big-0-rank0.log',
+    },
+  ],
+  launch: {
+    asked: 'big',
+    sets: ['engine.runtime=container'],
+    profilesDir: '/etc/sparkctl/profiles',
+    platform: 'dgx-spark',
+    engine: 'vllm',
+    prewarm: true,
+  },
 };
 
 const hostFile = (reg: Registry, name: string) => join(reg.dir, `${name}.json`);
@@ -101,28 +124,57 @@ describe('Registry.servers: one listing of both placements', () => {
     ],
     [
       'an entry on this host that is not JSON, beside a good record over nodes',
-      { put: (r) => (r.write('nodes', cluster), writeRaw(hostFile(r, 'broken-0'), '{"version": 1,')), listed: ['nodes big'], corruptHost: ['broken-0.json', /JSON/] },
+      {
+        put: (r) => (r.write('nodes', cluster), writeRaw(hostFile(r, 'broken-0'), '{"version": 1,')),
+        listed: ['nodes big'],
+        corruptHost: ['broken-0.json', /JSON/],
+      },
     ],
     [
       'an entry on this host of another shape (a pid that is a shell line)',
-      { put: (r) => writeRaw(hostFile(r, 'small-0'), JSON.stringify({ ...host, pid: '1; reboot' })), listed: [], corruptHost: ['small-0.json', /^pid: /] },
+      {
+        put: (r) => writeRaw(hostFile(r, 'small-0'), JSON.stringify({ ...host, pid: '1; reboot' })),
+        listed: [],
+        corruptHost: ['small-0.json', /^pid: /],
+      },
     ],
     [
       'an entry on this host under another name than its file',
-      { put: (r) => writeRaw(hostFile(r, 'other-0'), JSON.stringify(host)), listed: [], corruptHost: ['other-0.json', /names "small-0", not other-0/] },
+      {
+        put: (r) => writeRaw(hostFile(r, 'other-0'), JSON.stringify(host)),
+        listed: [],
+        corruptHost: ['other-0.json', /names "small-0", not other-0/],
+      },
     ],
     [
       'a record over nodes with a rank log that runs a command, beside a good entry on this host',
       {
-        put: (r) => (r.write('host', host), writeRaw(clusterFile(r, 'bad'), JSON.stringify({ ...cluster, profile: 'bad', ranks: [{ ...cluster.ranks![0], logFile: '/x"; reboot; echo "' }] }))),
+        put: (r) => (
+          r.write('host', host),
+          writeRaw(
+            clusterFile(r, 'bad'),
+            JSON.stringify({
+              ...cluster,
+              profile: 'bad',
+              ranks: [{ ...cluster.ranks![0], logFile: '/x"; reboot; echo "' }],
+            }),
+          )
+        ),
         listed: ['host small-0'],
         corruptNodes: ['bad.json', /^ranks\.0\.logFile: /],
       },
     ],
-    ['a record over nodes that is not JSON', { put: (r) => writeRaw(clusterFile(r, 'bad'), '[1, 2'), listed: [], corruptNodes: ['bad.json', /JSON/] }],
+    [
+      'a record over nodes that is not JSON',
+      { put: (r) => writeRaw(clusterFile(r, 'bad'), '[1, 2'), listed: [], corruptNodes: ['bad.json', /JSON/] },
+    ],
     [
       'a record over nodes that names another profile than its file',
-      { put: (r) => writeRaw(clusterFile(r, 'bad'), JSON.stringify(cluster)), listed: [], corruptNodes: ['bad.json', /names "big", not bad/] },
+      {
+        put: (r) => writeRaw(clusterFile(r, 'bad'), JSON.stringify(cluster)),
+        listed: [],
+        corruptNodes: ['bad.json', /names "big", not bad/],
+      },
     ],
   ])('%s', (_, c) => {
     const reg = fresh();
@@ -130,7 +182,9 @@ describe('Registry.servers: one listing of both placements', () => {
     const hostText = c.corruptHost ? readFileSync(join(reg.dir, c.corruptHost[0]), 'utf8') : '';
     const nodesText = c.corruptNodes ? readFileSync(join(reg.stateDir, 'clusters', c.corruptNodes[0]), 'utf8') : '';
     const servers = reg.servers();
-    expect(servers.map((s) => (s.kind === 'host' ? `host ${s.inst.name}` : `nodes ${s.record.profile}`))).toEqual(c.listed);
+    expect(servers.map((s) => (s.kind === 'host' ? `host ${s.inst.name}` : `nodes ${s.record.profile}`))).toEqual(
+      c.listed,
+    );
     // each record as it was written, behind its placement; the host's with the proof of its process
     for (const s of servers) {
       if (s.kind === 'host') {
@@ -139,7 +193,8 @@ describe('Registry.servers: one listing of both placements', () => {
         expect(s.alive).toBe(false);
       } else expect(s.record).toEqual(cluster);
     }
-    // what could not be read: by placement, the entry on this host kept aside, the record over nodes left in place as it was
+    // what could not be read: by placement, the entry on this host kept aside, the record over nodes left in place as
+    // it was
     expect(reg.corrupt).toHaveLength(Number(Boolean(c.corruptHost)) + Number(Boolean(c.corruptNodes)));
     const [h] = reg.corruptOf('host');
     const [n] = reg.corruptOf('nodes');
@@ -204,12 +259,16 @@ describe('Registry.servers: one listing of both placements', () => {
 describe('the launch records: one definition of their shared fields, one reader', () => {
   it('each reads back key for key as written (a parsed record is written back as parsed)', () => {
     expect(JSON.stringify(readLaunch('host', host).launch)).toBe(JSON.stringify(host.launch));
-    expect(JSON.stringify(readLaunch('nodes', JSON.parse(JSON.stringify(cluster))).launch)).toBe(JSON.stringify(cluster.launch));
+    expect(JSON.stringify(readLaunch('nodes', JSON.parse(JSON.stringify(cluster))).launch)).toBe(
+      JSON.stringify(cluster.launch),
+    );
   });
 
   it('each placement reads with its own shape: a launch of the other placement is refused, said by field', () => {
     expect(readLaunch('host', { launch: cluster.launch })).toMatchObject({ problem: expect.stringMatching(/^vllm: /) });
-    expect(readLaunch('nodes', { launch: host.launch })).toMatchObject({ problem: expect.stringMatching(/^asked: .*; engine: .*; prewarm: /) });
+    expect(readLaunch('nodes', { launch: host.launch })).toMatchObject({
+      problem: expect.stringMatching(/^asked: .*; engine: .*; prewarm: /),
+    });
   });
 
   it('none kept (a record written before): no launch and no problem', () => {
@@ -239,42 +298,58 @@ describe('the launch records: one definition of their shared fields, one reader'
 describe('one writer and one remover: the placement decides the file', () => {
   // the same name in both placements: an instance named "big" on this host and profile "big" over nodes
   const onHere: Instance = { ...host, name: 'big', profile: 'big' };
-  const files = (reg: Registry) => ['instances', 'clusters'].flatMap((d) => (existsSync(join(reg.stateDir, d)) ? readdirSync(join(reg.stateDir, d)).map((f) => `${d}/${f}`) : []));
+  const files = (reg: Registry) =>
+    ['instances', 'clusters'].flatMap((d) =>
+      existsSync(join(reg.stateDir, d)) ? readdirSync(join(reg.stateDir, d)).map((f) => `${d}/${f}`) : [],
+    );
   const bytes = (rec: object) => JSON.stringify(rec, null, 2) + '\n';
 
   it.each<[Placement, Placement, Instance | ClusterRecord, string, Instance | ClusterRecord, string]>([
     ['host', 'nodes', onHere, 'instances/big.json', cluster, 'clusters/big.json'],
     ['nodes', 'host', cluster, 'clusters/big.json', onHere, 'instances/big.json'],
-  ])('a %s record: its own file, the bytes as ever; its remove leaves the %s record of the same name', (at, other, rec, file, otherRec, otherFile) => {
-    const reg = fresh();
-    reg.write(at, rec as never);
-    // the very file and bytes every sparkctl before wrote
-    expect(files(reg)).toEqual([file]);
-    expect(readFileSync(join(reg.stateDir, file), 'utf8')).toBe(bytes(rec));
-    reg.write(other, otherRec as never);
-    expect(files(reg).sort()).toEqual([file, otherFile].sort());
-    // read back by its own placement's reader
-    const listed = reg.servers(at);
-    expect(listed.map((s) => (s.kind === 'host' ? `host ${s.inst.name}` : `nodes ${s.record.profile}`))).toEqual([`${at} big`]);
-    // a remove of one never touches the other's file of the same name
-    reg.remove(at, 'big');
-    expect(files(reg)).toEqual([otherFile]);
-    expect(readFileSync(join(reg.stateDir, otherFile), 'utf8')).toBe(bytes(otherRec));
-    reg.remove(at, 'big'); // gone already: nothing to do, nothing else touched
-    expect(files(reg)).toEqual([otherFile]);
-    reg.remove(other, 'big');
-    expect(files(reg)).toEqual([]);
-  });
+  ])(
+    'a %s record: its own file, the bytes as ever; its remove leaves the %s record of the same name',
+    (at, other, rec, file, otherRec, otherFile) => {
+      const reg = fresh();
+      reg.write(at, rec as never);
+      // the very file and bytes every sparkctl before wrote
+      expect(files(reg)).toEqual([file]);
+      expect(readFileSync(join(reg.stateDir, file), 'utf8')).toBe(bytes(rec));
+      reg.write(other, otherRec as never);
+      expect(files(reg).sort()).toEqual([file, otherFile].sort());
+      // read back by its own placement's reader
+      const listed = reg.servers(at);
+      expect(listed.map((s) => (s.kind === 'host' ? `host ${s.inst.name}` : `nodes ${s.record.profile}`))).toEqual([
+        `${at} big`,
+      ]);
+      // a remove of one never touches the other's file of the same name
+      reg.remove(at, 'big');
+      expect(files(reg)).toEqual([otherFile]);
+      expect(readFileSync(join(reg.stateDir, otherFile), 'utf8')).toBe(bytes(otherRec));
+      reg.remove(at, 'big'); // gone already: nothing to do, nothing else touched
+      expect(files(reg)).toEqual([otherFile]);
+      reg.remove(other, 'big');
+      expect(files(reg)).toEqual([]);
+    },
+  );
 
   it("a container's launch-ledger record goes with its entry on this host, never with a record over nodes", () => {
     const reg = fresh();
     const marker = host.marker!;
     const ledger = join(reg.stateDir, 'containers', `${marker}.json`);
     const cid = join(reg.stateDir, 'containers', `${marker}.cid`);
-    const container = { cli: 'podman', cliArgs: [], name: 'sparkctl-big', image: 'x', id: 'a'.repeat(64), cidFile: cid } as Instance['container'];
+    const container = {
+      cli: 'podman',
+      cliArgs: [],
+      name: 'sparkctl-big',
+      image: 'x',
+      id: 'a'.repeat(64),
+      cidFile: cid,
+    } as Instance['container'];
     const putLedger = () => (writeRaw(ledger, '{}'), writeRaw(cid, 'a'.repeat(64)));
     putLedger();
-    // a record over nodes that names the same marker and a container (hostile or not): its remove leaves this host's ledger alone
+    // a record over nodes that names the same marker and a container (hostile or not): its remove leaves this host's
+    // ledger alone
     writeRaw(join(reg.stateDir, 'clusters', 'big.json'), JSON.stringify({ ...cluster, marker, container }));
     reg.remove('nodes', 'big');
     expect(existsSync(join(reg.stateDir, 'clusters', 'big.json'))).toBe(false);
@@ -298,7 +373,9 @@ describe('one writer and one remover: the placement decides the file', () => {
         rmrf(join(reg.stateDir, 'instances'));
         writeRaw(join(reg.stateDir, 'instances'), 'not a folder');
       }
-      expect(() => reg.write(at, rec as never), at).toThrow(new RegExp(`registry entry ${join(reg.stateDir, dir, 'big.json').replace(/[.]/g, '\\.')}`));
+      expect(() => reg.write(at, rec as never), at).toThrow(
+        new RegExp(`registry entry ${join(reg.stateDir, dir, 'big.json').replace(/[.]/g, '\\.')}`),
+      );
     }
   });
 });

@@ -36,8 +36,22 @@ const native: ClusterRecord = {
   logFile: '$HOME/.local/state/sparkctl/logs/big-0-rank0.log',
   startedAt: '2026-12-04T00:00:00.000Z',
   ranks: [
-    { node: 'n0', rank: 0, pid: 4242, startTime: 123456, marker: 'm', logFile: '$HOME/.local/state/sparkctl/logs/big-0-rank0.log' },
-    { node: 'n1', rank: 1, pid: 77, startTime: 99, marker: 'm', logFile: '$HOME/.local/state/sparkctl/logs/big-0-rank1.log' },
+    {
+      node: 'n0',
+      rank: 0,
+      pid: 4242,
+      startTime: 123456,
+      marker: 'm',
+      logFile: '$HOME/.local/state/sparkctl/logs/big-0-rank0.log',
+    },
+    {
+      node: 'n1',
+      rank: 1,
+      pid: 77,
+      startTime: 99,
+      marker: 'm',
+      logFile: '$HOME/.local/state/sparkctl/logs/big-0-rank1.log',
+    },
   ],
   start: { totalMs: 1000 } as unknown as ClusterRecord['start'],
   launch: { asked: 'big', sets: [], engine: 'vllm', prewarm: true },
@@ -49,7 +63,15 @@ const inContainers: ClusterRecord = {
   executor: 'ray',
   pid: 0,
   logFile: `podman logs ${ID.slice(0, 12)}`,
-  ranks: [0, 1].map((rank) => ({ node: `n${rank}`, rank, pid: 0, marker: 'm', logFile: `podman logs ${ID.slice(0, 12)}`, containerId: ID, cli: ['podman', '--runtime', 'runc'] })),
+  ranks: [0, 1].map((rank) => ({
+    node: `n${rank}`,
+    rank,
+    pid: 0,
+    marker: 'm',
+    logFile: `podman logs ${ID.slice(0, 12)}`,
+    containerId: ID,
+    cli: ['podman', '--runtime', 'runc'],
+  })),
   inHead: { pid: 321, startTime: 654 },
 };
 // as the first multi-node sparkctl wrote it: Ray, no executor, no ranks, no marker, no start, no launch
@@ -85,10 +107,22 @@ describe('Registry.clusters: what it reads', () => {
     ['a pid that is a shell line', bad({ pid: '4242; rm -rf /' }), /^pid: /],
     ['ranks that are no list', bad({ ranks: 'n0,n1' }), /^ranks: /],
     ["a rank's pid that is no number", bad({ ranks: [{ ...rank1, pid: '77 || reboot' }] }), /^ranks\.0\.pid: /],
-    ["a rank's log that runs a command in the node's shell", bad({ ranks: [{ ...rank1, logFile: '/tmp/x"; reboot; echo "' }] }), /^ranks\.0\.logFile: /],
+    [
+      "a rank's log that runs a command in the node's shell",
+      bad({ ranks: [{ ...rank1, logFile: '/tmp/x"; reboot; echo "' }] }),
+      /^ranks\.0\.logFile: /,
+    ],
     ["the head's log with a command substitution", bad({ logFile: '$(reboot).log' }), /^logFile: /],
-    ["a rank's container that is no ID", bad({ ranks: [{ ...rank1, containerId: 'abc; podman rm -af' }] }), /^ranks\.0\.containerId: /],
-    ["vLLM's proof in the head's container that is no number", bad({ inHead: { pid: 'x', startTime: 1 } }), /^inHead\.pid: /],
+    [
+      "a rank's container that is no ID",
+      bad({ ranks: [{ ...rank1, containerId: 'abc; podman rm -af' }] }),
+      /^ranks\.0\.containerId: /,
+    ],
+    [
+      "vLLM's proof in the head's container that is no number",
+      bad({ inHead: { pid: 'x', startTime: 1 } }),
+      /^inHead\.pid: /,
+    ],
     ['a port out of range', bad({ port: 70000 }), /^port: /],
     ['another profile than its file', JSON.stringify({ ...native, profile: 'other' }), /names "other", not bad/],
   ])('%s: listed as unreadable, left where it is; the good record beside it still read', (_, text, reason) => {
@@ -125,7 +159,11 @@ describe('status and stop with a record they cannot read', () => {
     const reg = new Registry(dir);
     const file = join(reg.stateDir, 'clusters', 'bad.json');
     mkdirSync(join(reg.stateDir, 'clusters'), { recursive: true });
-    const text = JSON.stringify({ ...native, profile: 'bad', ranks: [{ ...native.ranks![1], logFile: '/x"; reboot; echo "\u001b[2J' }] });
+    const text = JSON.stringify({
+      ...native,
+      profile: 'bad',
+      ranks: [{ ...native.ranks![1], logFile: '/x"; reboot; echo "\u001b[2J' }],
+    });
     writeFileSync(file, text);
     const r = await cli(['status'], { stateDir: dir });
     expect(r.exitCode, r.stderr).toBe(0);

@@ -12,19 +12,54 @@ const HEADER = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->wh
 const row = (port: number, st: string, inode: string) =>
   `   0: 00000000:${port.toString(16).toUpperCase().padStart(4, '0')} 00000000:0000 ${st} 00000000:00000000 00:00000000 00000000     0        0 ${inode} 1 0000000000000000 100 0 0 10 0`;
 const facts = (tcp: string[], socks: Array<[number, string]>, tcp6: string[] = []) =>
-  ['@file /proc/net/tcp', HEADER, ...tcp, '', '@file /proc/net/tcp6', HEADER, ...tcp6, '', ...socks.map(([p, i]) => `@sock ${p} socket:[${i}]`)].join('\n');
+  [
+    '@file /proc/net/tcp',
+    HEADER,
+    ...tcp,
+    '',
+    '@file /proc/net/tcp6',
+    HEADER,
+    ...tcp6,
+    '',
+    ...socks.map(([p, i]) => `@sock ${p} socket:[${i}]`),
+  ].join('\n');
 
 describe('the head port held by the recorded group, read from what the node sent', () => {
   it.each<[string, string, number[], boolean | undefined]>([
     ['the group holds the listening socket: ours', facts([row(8000, '0A', '555')], [[100, '555']]), [100], true],
     ['IPv6 listener held by a member: ours', facts([], [[101, '777']], [row(8000, '0A', '777')]), [100, 101], true],
-    ['a foreign process holds the port (our group has other sockets): not ours', facts([row(8000, '0A', '999')], [[100, '555']]), [100], false],
-    ['an established connection on the port, nothing listening: not ours', facts([row(8000, '01', '555')], [[100, '555']]), [100], false],
+    [
+      'a foreign process holds the port (our group has other sockets): not ours',
+      facts([row(8000, '0A', '999')], [[100, '555']]),
+      [100],
+      false,
+    ],
+    [
+      'an established connection on the port, nothing listening: not ours',
+      facts([row(8000, '01', '555')], [[100, '555']]),
+      [100],
+      false,
+    ],
     ['nobody listens yet: not ours', facts([row(9000, '0A', '555')], [[100, '555']]), [100], false],
-    ['the listening inode is held by a pid outside the group: not ours', facts([row(8000, '0A', '555')], [[200, '555']]), [100], false],
+    [
+      'the listening inode is held by a pid outside the group: not ours',
+      facts([row(8000, '0A', '555')], [[200, '555']]),
+      [100],
+      false,
+    ],
     ['no /proc/net/tcp on the node: cannot tell', '@sock 100 socket:[555]', [100], undefined],
-    ['a hostile line that claims a file it is not: left out', '@file /etc/passwd\nroot:x:0:0\n@sock 100 socket:[555]', [100], undefined],
-    ['an escape sequence in the stream does not parse as a socket', facts([row(8000, '0A', '555')], []).concat('\n@sock 100 socket:[555]\x1b[2J'), [100], false],
+    [
+      'a hostile line that claims a file it is not: left out',
+      '@file /etc/passwd\nroot:x:0:0\n@sock 100 socket:[555]',
+      [100],
+      undefined,
+    ],
+    [
+      'an escape sequence in the stream does not parse as a socket',
+      facts([row(8000, '0A', '555')], []).concat('\n@sock 100 socket:[555]\x1b[2J'),
+      [100],
+      false,
+    ],
   ])('%s', (_, text, pids, want) => {
     expect(holdsListener(8000, pids, procFromFacts(text))).toBe(want);
   });

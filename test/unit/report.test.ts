@@ -68,8 +68,21 @@ it('sparkline leaves gaps blank', () => {
 describe("the starts over time (Sample.boot, the probe copies each server's last start report)", async () => {
   const { Sample: Shape, BOOT_PHASES } = await import('../../src/history/sample-schema.js');
   const { StartReportShape } = await import('../../src/engine/start-shape.js');
-  const base = { v: samples[0]!.v, target: 'a', url: 'http://127.0.0.1:1', verdict: 'healthy' as const, ms: 5, steps: {} };
-  const boot = (at: string, ready: number, compile: 'hit' | 'miss') => ({ at, ready, first: ready + 1, compile, ph: { process: 1, compile: ready / 2, api: ready } });
+  const base = {
+    v: samples[0]!.v,
+    target: 'a',
+    url: 'http://127.0.0.1:1',
+    verdict: 'healthy' as const,
+    ms: 5,
+    steps: {},
+  };
+  const boot = (at: string, ready: number, compile: 'hit' | 'miss') => ({
+    at,
+    ready,
+    first: ready + 1,
+    compile,
+    ph: { process: 1, compile: ready / 2, api: ready },
+  });
   it('one start per launch time, oldest first, whatever the number of probes that saw it', () => {
     const r = buildReport([
       { ...base, t: '2026-12-04T10:05:00.000Z', boot: boot('2026-12-04T10:00:00.000Z', 260, 'miss') },

@@ -13,7 +13,11 @@ describe('the drain reads what is in flight on a replica', () => {
     ['an idle server', ok('vllm:num_requests_running 0\nvllm:num_requests_waiting 0\n'), 0],
     ['a line that is not Prometheus text', ok('vllm:num_requests_running 0\n<html>oops</html>\n'), undefined],
     ['no running gauge, waiting 0 (a missing value is no 0)', ok('vllm:num_requests_waiting 0\n'), undefined],
-    ['a running gauge of NaN, waiting 0', ok('vllm:num_requests_running NaN\nvllm:num_requests_waiting 0\n'), undefined],
+    [
+      'a running gauge of NaN, waiting 0',
+      ok('vllm:num_requests_running NaN\nvllm:num_requests_waiting 0\n'),
+      undefined,
+    ],
     ['an answer of 500', ok('vllm:num_requests_running 0\n', 500), undefined],
     ['nothing listens', { ok: false, error: 'refused', message: 'ECONNREFUSED', ms: 1 }, 0],
     ['a timeout', { ok: false, error: 'timeout', message: 'timeout', ms: 2000 }, undefined],

@@ -21,7 +21,11 @@ afterAll(() => servers.forEach((s) => s.close()));
 
 /** A socket that answers each line by `answer`, then closes (as `; quit` makes the master); the lines it got. */
 let made = 0;
-async function fake(dir: string, name: string, answer: (line: string) => string): Promise<{ path: string; lines: string[] }> {
+async function fake(
+  dir: string,
+  name: string,
+  answer: (line: string) => string,
+): Promise<{ path: string; lines: string[] }> {
   const path = join(dir, `${made++}-${name}`);
   const lines: string[] = [];
   const srv = createServer((c) =>
@@ -36,7 +40,10 @@ async function fake(dir: string, name: string, answer: (line: string) => string)
   return { path, lines };
 }
 
-/** a master whose old worker `pid` gives each of `answers` in turn to `@!pid show stat` (the last one repeated), listed while `listed()` */
+/**
+ * a master whose old worker `pid` gives each of `answers` in turn to `@!pid show stat` (the last one repeated), listed
+ * while `listed()`
+ */
 async function master(dir: string, pid: number, answers: string[], listed: () => boolean) {
   let n = 0;
   return fake(dir, `m-${pid}.sock`, (line) => {
@@ -88,7 +95,9 @@ describe('showStatEveryWorker: the old workers after a reload', () => {
   it('anything else from a worker still listed is an error', async () => {
     const stats = await fake(dir, 's-bad.sock', () => STAT(0));
     const m = await master(dir, 4005, ['Permission denied\n'], () => true);
-    await expect(showStatEveryWorker(stats.path, m.path)).rejects.toThrow(/old worker 4005 did not answer "show stat": "Permission denied/);
+    await expect(showStatEveryWorker(stats.path, m.path)).rejects.toThrow(
+      /old worker 4005 did not answer "show stat": "Permission denied/,
+    );
   });
 
   it('a master without its show proc header is an error', async () => {

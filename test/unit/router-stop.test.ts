@@ -24,7 +24,10 @@ const TCP = [
   row(6, '0100007F:1F40', '0100007F:C353', '06', '105'), // TIME_WAIT: not a connection
   'garbage line',
 ].join('\n');
-const TCP6 = [HEAD, row(0, '00000000000000000000000001000000:1F40', '00000000000000000000000001000000:C360', '01', '106')].join('\n');
+const TCP6 = [
+  HEAD,
+  row(0, '00000000000000000000000001000000:1F40', '00000000000000000000000001000000:C360', '01', '106'),
+].join('\n');
 
 describe('the connections HAProxy holds, from /proc/net/tcp', () => {
   const ours = new Set(['100', '101', '102', '103', '104', '105', '106']);
@@ -95,9 +98,18 @@ describe('stop output for a router: HAProxy words, never vLLM', () => {
     forgotten: false,
   };
   it.each([
-    [{ kind: 'router-drained', connections: 2, inFlight: 1, idleClosed: 0 }, 'drained: all 2 open client connections finished; HAProxy had 1 request in flight'],
-    [{ kind: 'router-drained', connections: 0, inFlight: 0, idleClosed: 0 }, 'drained: no client connection was open; HAProxy had 0 requests in flight'],
-    [{ kind: 'router-drained', connections: 1, idleClosed: 1 }, 'drained: the 1 open client connection finished; 1 idle keep-alive connection closed at the deadline'],
+    [
+      { kind: 'router-drained', connections: 2, inFlight: 1, idleClosed: 0 },
+      'drained: all 2 open client connections finished; HAProxy had 1 request in flight',
+    ],
+    [
+      { kind: 'router-drained', connections: 0, inFlight: 0, idleClosed: 0 },
+      'drained: no client connection was open; HAProxy had 0 requests in flight',
+    ],
+    [
+      { kind: 'router-drained', connections: 1, idleClosed: 1 },
+      'drained: the 1 open client connection finished; 1 idle keep-alive connection closed at the deadline',
+    ],
     [{ kind: 'router-drained', idleClosed: 0 }, 'drained: every open client connection finished'],
     [
       { kind: 'router-cut', cut: 1, connections: 3 },
@@ -144,11 +156,17 @@ describe('stop output for a router: HAProxy words, never vLLM', () => {
     [{ portFree: false }, 'port still in use'],
     [{ portFree: false, uds: '/run/x.sock' }, 'socket still in use'],
     [{ groupLeft: 2, gpuHolders: [7, 9] }, '2 process(es) of its group left; GPU still held by 7,9'],
-    [{ held: 'its container 0123456789ab was not removed (podman rm: Error: container is in use)' }, 'its container 0123456789ab was not removed (podman rm: Error: container is in use)'],
+    [
+      { held: 'its container 0123456789ab was not removed (podman rm: Error: container is in use)' },
+      'its container 0123456789ab was not removed (podman rm: Error: container is in use)',
+    ],
   ] as const)('heldText %#', (o, want) => {
     const r = { ...base, ...(o as Partial<StopOutcome>) };
     expect(heldText(r)).toBe(want);
-    if (r.held) expect(outcomeLine(r)).toMatch(/; port free; its container 0123456789ab was not removed \(podman rm: Error: container is in use\)$/);
+    if (r.held)
+      expect(outcomeLine(r)).toMatch(
+        /; port free; its container 0123456789ab was not removed \(podman rm: Error: container is in use\)$/,
+      );
   });
 });
 
@@ -163,13 +181,16 @@ describe("a log's link in /proc: the kernel's (deleted) suffix", () => {
 });
 
 describe("the router's drain on stop", () => {
-  const p = (shutdown: number, drain?: number) => ({ server: { shutdownTimeoutSeconds: shutdown }, router: drain ? { drainTimeoutSeconds: drain } : {} }) as never;
+  const p = (shutdown: number, drain?: number) =>
+    ({ server: { shutdownTimeoutSeconds: shutdown }, router: drain ? { drainTimeoutSeconds: drain } : {} }) as never;
   it.each([
     [30, undefined, 30],
     [120, undefined, 120],
     [0, undefined, 30],
     [30, 600, 600],
-  ])('server.shutdownTimeoutSeconds %i, router.drainTimeoutSeconds %s -> %i s', (s, d, want) => expect(routerDrainSeconds(p(s, d))).toBe(want));
+  ])('server.shutdownTimeoutSeconds %i, router.drainTimeoutSeconds %s -> %i s', (s, d, want) =>
+    expect(routerDrainSeconds(p(s, d))).toBe(want),
+  );
   it('the recorded drain, else the default', () => {
     expect(routerDrainMsOf({ shutdownTimeoutSeconds: 90 })).toBe(90_000);
     expect(routerDrainMsOf({})).toBe(ROUTER_DRAIN_MS);

@@ -19,7 +19,13 @@ import { renderContainerRun } from '../../src/engine/runtime/container.js';
 import { http, closeHttp } from '../../src/client/http.js';
 import { makePool } from '../../src/bench/runner.js';
 import { unixUrl, socketPathOf, requestPathOf, shownAddress } from '../../src/util/socket-url.js';
-import { unixListeners, unixListenerIsOneOf, unixClientEnds, prepareReplicaSocket, ensureSocketDir } from '../../src/engine/runtime/replica-socket.js';
+import {
+  unixListeners,
+  unixListenerIsOneOf,
+  unixClientEnds,
+  prepareReplicaSocket,
+  ensureSocketDir,
+} from '../../src/engine/runtime/replica-socket.js';
 import { targetFromInstance } from '../../src/engine/target.js';
 import type { Instance } from '../../src/engine/registry.js';
 import { tempDir } from '../temp-dirs.js';
@@ -42,7 +48,8 @@ afterAll(async () => {
 
 describe('which replicas listen on a socket: per vLLM version and layout', () => {
   it.each([
-    // [vLLM version, on a socket]: --uds from 0.11 (vllm-source-facts: in 0.11.0, 0.12.0, 0.16.0, 0.17.0, 0.25.0, 0.28.0; absent in 0.9.0, 0.10.0)
+    // [vLLM version, on a socket]: --uds from 0.11 (vllm-source-facts: in 0.11.0, 0.12.0, 0.16.0, 0.17.0, 0.25.0,
+    // 0.28.0; absent in 0.9.0, 0.10.0)
     ['0.9.0', false],
     ['0.10.0', false],
     ['0.10.2', false],
@@ -93,7 +100,11 @@ describe('which replicas listen on a socket: per vLLM version and layout', () =>
 
 describe('what is rendered: vLLM argv, HAProxy servers, the stats routes', () => {
   const host = { gpus: 8, gpusSource: 'flag' as const, gpuMemoryBytes: 80 * 2 ** 30 };
-  const argvOf = (p: Profile) => renderReplicas({ ...p, parallel: { ...p.parallel, replicas: 2 } }, host, { executable: ['vllm'], stateDir: '/state' });
+  const argvOf = (p: Profile) =>
+    renderReplicas({ ...p, parallel: { ...p.parallel, replicas: 2 } }, host, {
+      executable: ['vllm'],
+      stateDir: '/state',
+    });
 
   it.each([
     ['0.17.1', true],
@@ -129,7 +140,9 @@ describe('what is rendered: vLLM argv, HAProxy servers, the stats routes', () =>
     // the stats frontend routes /replica/NAME/metrics to a backend that asks the replica for /metrics
     const stats = text.slice(text.indexOf('frontend stats'));
     expect(stats).toContain('    use_backend metrics_m-0 if { path /replica/m-0/metrics }');
-    expect(stats).toContain('backend metrics_m-1\n    http-request set-path /metrics\n    server m-1 unix@/state/router/m/m-1.sock');
+    expect(stats).toContain(
+      'backend metrics_m-1\n    http-request set-path /metrics\n    server m-1 unix@/state/router/m/m-1.sock',
+    );
     expect(hopInWords(plan)).toMatch(/^replicas on Unix sockets in \/state\/router\/m \(0700/);
   });
 
@@ -141,11 +154,15 @@ describe('what is rendered: vLLM argv, HAProxy servers, the stats routes', () =>
     expect(text).not.toContain('/replica/');
     expect(hopInWords(plan)).toMatch(/vLLM 0\.10\.0 has no --uds/);
     // router config (and the file serve writes) says why in a comment
-    expect(text.split('\n')[1]).toMatch(/^# the replicas listen on loopback ports .*vLLM 0\.10\.0 has no --uds \(added in 0\.11\)/);
+    expect(text.split('\n')[1]).toMatch(
+      /^# the replicas listen on loopback ports .*vLLM 0\.10\.0 has no --uds \(added in 0\.11\)/,
+    );
   });
 
   it('a socket path that a config line cannot hold is refused, not written', () => {
-    expect(() => renderConfig(planRouter(profile(), 1, '/st ate')!)).toThrow(/has characters a config line cannot hold/);
+    expect(() => renderConfig(planRouter(profile(), 1, '/st ate')!)).toThrow(
+      /has characters a config line cannot hold/,
+    );
   });
 });
 
@@ -153,9 +170,27 @@ describe('containers (docker, podman): the socket folder bind-mounted, nothing p
   const env = { HF_HOME: join(tmp, 'hf'), HOME: '/nonexistent' };
   const A100 = loadPlatform('dgx-a100-os6');
   const run = (sets: string[], cli: 'docker' | 'podman') => {
-    const p = loadProfile('qwen3.5-9b', { sets: ['parallel.tensor=2', 'parallel.replicas=2', 'router.enabled=true', ...sets] }).profile;
-    return renderReplicas(p, hostFromPlatform(A100, 8), { executable: ['/opt/vllm/bin/vllm'], stateDir: '/tmp/st', runtime: 'container' }).map(
-      (replica) => renderContainerRun({ profile: p, platform: A100, replica, engine: 'vllm', marker: 'm-1', stateDir: '/tmp/st', cli, env, executableLen: 1, stopTimeoutS: 45 }).argv,
+    const p = loadProfile('qwen3.5-9b', {
+      sets: ['parallel.tensor=2', 'parallel.replicas=2', 'router.enabled=true', ...sets],
+    }).profile;
+    return renderReplicas(p, hostFromPlatform(A100, 8), {
+      executable: ['/opt/vllm/bin/vllm'],
+      stateDir: '/tmp/st',
+      runtime: 'container',
+    }).map(
+      (replica) =>
+        renderContainerRun({
+          profile: p,
+          platform: A100,
+          replica,
+          engine: 'vllm',
+          marker: 'm-1',
+          stateDir: '/tmp/st',
+          cli,
+          env,
+          executableLen: 1,
+          stopTimeoutS: 45,
+        }).argv,
     );
   };
   for (const cli of ['docker', 'podman'] as const) {
@@ -185,20 +220,36 @@ describe('containers (docker, podman): the socket folder bind-mounted, nothing p
 });
 
 describe('one client over a socket: every reader of a replica takes its URL', () => {
-  it.each([['/state/router/m/m-0.sock'], ['/tmp/a b/%x/r.sock'], ['/s/ü.sock']])('the URL of %s round-trips, with a request path after it', (path) => {
-    const u = unixUrl(path);
-    expect(socketPathOf(u)).toBe(path);
-    expect(socketPathOf(`${u}/v1/models`)).toBe(path);
-    expect(requestPathOf(`${u}/v1/models?x=1`)).toBe('/v1/models?x=1');
-    expect(requestPathOf(u)).toBe('/');
-    expect(shownAddress(`${u}/health`)).toBe(`unix:${path}/health`);
-  });
-  it.each([['http://127.0.0.1:8000'], ['http+unix://relative.sock'], ['http+unix://%2Fa%00b'], ['http+unix://%E0%A4%A']])('%s: no socket', (u) => {
+  it.each([['/state/router/m/m-0.sock'], ['/tmp/a b/%x/r.sock'], ['/s/ü.sock']])(
+    'the URL of %s round-trips, with a request path after it',
+    (path) => {
+      const u = unixUrl(path);
+      expect(socketPathOf(u)).toBe(path);
+      expect(socketPathOf(`${u}/v1/models`)).toBe(path);
+      expect(requestPathOf(`${u}/v1/models?x=1`)).toBe('/v1/models?x=1');
+      expect(requestPathOf(u)).toBe('/');
+      expect(shownAddress(`${u}/health`)).toBe(`unix:${path}/health`);
+    },
+  );
+  it.each([
+    ['http://127.0.0.1:8000'],
+    ['http+unix://relative.sock'],
+    ['http+unix://%2Fa%00b'],
+    ['http+unix://%E0%A4%A'],
+  ])('%s: no socket', (u) => {
     expect(socketPathOf(u)).toBeUndefined();
   });
 
   it('a registry entry on a socket is a target on that socket (probe, prewarm, watch, status, upgrade read it so)', () => {
-    const inst = { name: 'm-0', host: '127.0.0.1', port: 8001, uds: '/state/router/m/m-0.sock', servedName: 'x', gpus: [], engine: 'sim' } as unknown as Instance;
+    const inst = {
+      name: 'm-0',
+      host: '127.0.0.1',
+      port: 8001,
+      uds: '/state/router/m/m-0.sock',
+      servedName: 'x',
+      gpus: [],
+      engine: 'sim',
+    } as unknown as Instance;
     expect(targetFromInstance(inst).url).toBe(unixUrl('/state/router/m/m-0.sock'));
     expect(targetFromInstance({ ...inst, uds: undefined }).url).toBe('http://127.0.0.1:8001');
   });
@@ -332,7 +383,14 @@ describe("the socket's folder, before a replica starts", () => {
     // a socket a gone replica left (vLLM would refuse the path: Errno 98): a process killed while it listened leaves it
     const stale = sock;
     try {
-      execFileSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`], { stdio: 'ignore' });
+      execFileSync(
+        process.execPath,
+        [
+          '-e',
+          `require('net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`,
+        ],
+        { stdio: 'ignore' },
+      );
     } catch {
       /* killed, as meant */
     }
@@ -345,7 +403,9 @@ describe("the socket's folder, before a replica starts", () => {
     mkdirSync(join(state, 'router'), { recursive: true, mode: 0o700 });
     mkdirSync(join(tmp, 'elsewhere'));
     symlinkSync(join(tmp, 'elsewhere'), join(state, 'router', 'm'));
-    expect(() => prepareReplicaSocket(join(state, 'router', 'm', 'm-0.sock'))).toThrow(/router folder .*\/router\/m: is not a plain folder \(a link\?\)/);
+    expect(() => prepareReplicaSocket(join(state, 'router', 'm', 'm-0.sock'))).toThrow(
+      /router folder .*\/router\/m: is not a plain folder \(a link\?\)/,
+    );
     const open = join(tmp, 'st3', 'router', 'm');
     mkdirSync(open, { recursive: true, mode: 0o755 });
     chmodSync(open, 0o755);
@@ -362,7 +422,9 @@ describe("the socket's folder, before a replica starts", () => {
     const dir = join(tmp, 'st5', 'router', 'm');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(join(dir, 'm-0.sock'), 'not a socket');
-    expect(() => prepareReplicaSocket(join(dir, 'm-0.sock'))).toThrow(/replica socket .*m-0\.sock: something that is not a socket is there/);
+    expect(() => prepareReplicaSocket(join(dir, 'm-0.sock'))).toThrow(
+      /replica socket .*m-0\.sock: something that is not a socket is there/,
+    );
     expect(existsSync(join(dir, 'm-0.sock'))).toBe(true);
   });
 });

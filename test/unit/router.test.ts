@@ -73,16 +73,36 @@ describe('router plan: ports', () => {
     const r = resolveLoaded(loaded);
     expect(withRouterFlag(r, false)).toBe(r);
     expect(withRouterFlag(r, true).profile.router).toMatchObject({ enabled: true, checkIntervalMs: 2000 });
-    const plan = buildServePlan(r, { engine: 'sim', vllmBin: 'vllm', prewarm: false, router: true, stateDir: '/tmp/x' });
+    const plan = buildServePlan(r, {
+      engine: 'sim',
+      vllmBin: 'vllm',
+      prewarm: false,
+      router: true,
+      stateDir: '/tmp/x',
+    });
     expect(plan.router?.servers.map((s) => s.port)).toEqual([8001, 8002]);
     expect(plan.replicas.map((p) => p.port)).toEqual([8001, 8002]);
     // a running server on the stats port is a collision, like one on a replica's
-    const live = { name: 'other-0', profile: 'other', port: 8003, pid: 5, engine: 'vllm', gpus: [7] } as unknown as Instance;
+    const live = {
+      name: 'other-0',
+      profile: 'other',
+      port: 8003,
+      pid: 5,
+      engine: 'vllm',
+      gpus: [7],
+    } as unknown as Instance;
     expect(conflictsWith(plan, [live])).toEqual([
       "port 8003, the router's stats and Prometheus exporter's (router.statsPort, default after the last replica): held by other-0 (profile other, pid 5); fix: --set router.statsPort=N, or sparkctl stop other",
     ]);
     // a replica moved behind the router onto a running server's port: the router, the port, the holder and the fix
-    const dev = { name: 'qwen-dev-0', profile: 'qwen-dev', port: 8002, pid: 6, engine: 'vllm', gpus: [7] } as unknown as Instance;
+    const dev = {
+      name: 'qwen-dev-0',
+      profile: 'qwen-dev',
+      port: 8002,
+      pid: 6,
+      engine: 'vllm',
+      gpus: [7],
+    } as unknown as Instance;
     expect(conflictsWith(plan, [dev])).toEqual([
       "port 8002, qwen3.5-9b-1's: with the router qwen3.5-9b-router on 8000, the replicas move to router.replicaPort (default server.port + 1) + 1: held by qwen-dev-0 (profile qwen-dev, pid 6); fix: --set router.replicaPort=N (the first of the replicas' loopback ports behind the router), or sparkctl stop qwen-dev",
     ]);
@@ -91,7 +111,11 @@ describe('router plan: ports', () => {
 
 describe('router config text', () => {
   // replicas on loopback ports (router.replicaSocket false); on vLLM's --uds: router-uds.test.ts
-  const plan = planRouter(base({ checkIntervalMs: 1000, serverTimeoutSeconds: 3600, maxConnPerReplica: 64, replicaSocket: false }), 2, '/state')!;
+  const plan = planRouter(
+    base({ checkIntervalMs: 1000, serverTimeoutSeconds: 3600, maxConnPerReplica: 64, replicaSocket: false }),
+    2,
+    '/state',
+  )!;
   const text = renderConfig(plan, { socket: plan.socket, logStdout: true });
   it.each([
     [`balance hash req.body,regsub('"(?s)^.*?\\"(messages|prompt|input)\\"\\s*:\\s*"',''),bytes(0,1024)`],
@@ -100,7 +124,8 @@ describe('router config text', () => {
     ['option httpchk GET /health'],
     ['http-check expect status 200'],
     ['option http-keep-alive'],
-    // each SSE chunk sent as it comes (issue 42 item 15: without it the first token came ~40 ms late here, ~190 ms on a GPU host)
+    // each SSE chunk sent as it comes (issue 42 item 15: without it the first token came ~40 ms late here, ~190 ms on a
+    // GPU host)
     ['option http-no-delay'],
     ['http-reuse safe'],
     ['timeout server 3600s'],
@@ -124,7 +149,8 @@ describe('router config text', () => {
     const tuned = renderConfig(planRouter(base({ prefixBytes: 4096, hashBalanceFactor: 125 }), 2, '/state')!);
     expect(tuned).toContain(',bytes(0,4096)');
     expect(tuned).toContain('hash-balance-factor 125');
-    for (const bad of [{ hashBalanceFactor: 100 }, { prefixBytes: 8 }, { balance: 'random' }]) expect(() => RouterBlock.parse(bad)).toThrow();
+    for (const bad of [{ hashBalanceFactor: 100 }, { prefixBytes: 8 }, { balance: 'random' }])
+      expect(() => RouterBlock.parse(bad)).toThrow();
   });
 
   it('nothing that buffers or rewrites a stream, and no key or Authorization anywhere', () => {
@@ -144,17 +170,28 @@ describe('router config text', () => {
     expect(() => renderConfig(bad)).toThrow(/characters a config line cannot hold/);
   });
 
-  it.skipIf(!existsSync('/usr/sbin/haproxy'))('HAProxy itself accepts it (haproxy -c), with and without the socket', () => {
-    const d = tempDir('router-cfg-');
-    try {
-      for (const [i, t] of [renderConfig({ ...plan, bind: { host: '127.0.0.1', port: 8000 } }, { socket: join(d, 'api.sock'), logStdout: true }), renderConfig(plan)].entries()) {
-        writeFileSync(join(d, `${i}.cfg`), t);
-        expect(execFileSync('/usr/sbin/haproxy', ['-c', '-f', join(d, `${i}.cfg`)], { encoding: 'utf8' })).toMatch(/Configuration file is valid/);
+  it.skipIf(!existsSync('/usr/sbin/haproxy'))(
+    'HAProxy itself accepts it (haproxy -c), with and without the socket',
+    () => {
+      const d = tempDir('router-cfg-');
+      try {
+        for (const [i, t] of [
+          renderConfig(
+            { ...plan, bind: { host: '127.0.0.1', port: 8000 } },
+            { socket: join(d, 'api.sock'), logStdout: true },
+          ),
+          renderConfig(plan),
+        ].entries()) {
+          writeFileSync(join(d, `${i}.cfg`), t);
+          expect(execFileSync('/usr/sbin/haproxy', ['-c', '-f', join(d, `${i}.cfg`)], { encoding: 'utf8' })).toMatch(
+            /Configuration file is valid/,
+          );
+        }
+      } finally {
+        rmSync(d, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(d, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });
 
 // A real capture (test/fixtures/router/SOURCE.md): m-0 UP, m-1 DOWN (refused), m-2 DRAIN.
@@ -191,13 +228,29 @@ describe('show proc (the master CLI): the current and the old workers', () => {
   it.each([
     ['a real capture after a reload', SHOW_PROC, { workers: [11628], old: [11481] }],
     ['no old worker', SHOW_PROC.replace(/# old workers\n.*\n/, '# old workers\n'), { workers: [11628], old: [] }],
-    ['a program is not a worker', `${SHOW_PROC}4242            program         0               0d00h00m19s     -\n`, { workers: [11628], old: [11481] }],
-    ['the master, pid 1 and a pid too long are never a worker', SHOW_PROC.replace('11481 ', '1     ').replace('11628 ', '12345678901 '), { workers: [], old: [] }],
-    ['two old workers', SHOW_PROC.replace('# programs', '11500           worker          2               0d00h00m09s     2.6.12\n# programs'), { workers: [11628], old: [11481, 11500] }],
+    [
+      'a program is not a worker',
+      `${SHOW_PROC}4242            program         0               0d00h00m19s     -\n`,
+      { workers: [11628], old: [11481] },
+    ],
+    [
+      'the master, pid 1 and a pid too long are never a worker',
+      SHOW_PROC.replace('11481 ', '1     ').replace('11628 ', '12345678901 '),
+      { workers: [], old: [] },
+    ],
+    [
+      'two old workers',
+      SHOW_PROC.replace(
+        '# programs',
+        '11500           worker          2               0d00h00m09s     2.6.12\n# programs',
+      ),
+      { workers: [11628], old: [11481, 11500] },
+    ],
   ])('%s', (_name, text, want) => expect(parseShowProc(text)).toEqual(want));
 
-  it.each([[''], ['Unknown command.'], ['# workers\n11628 worker 0\n']])('an answer without its header is an error, never "no old worker": %j', (text) =>
-    expect(() => parseShowProc(text)).toThrow(/without its header/),
+  it.each([[''], ['Unknown command.'], ['# workers\n11628 worker 0\n']])(
+    'an answer without its header is an error, never "no old worker": %j',
+    (text) => expect(() => parseShowProc(text)).toThrow(/without its header/),
   );
 });
 
@@ -219,7 +272,9 @@ describe('show stat: a BACKEND column (the gateway reads qcur and lastsess by it
       ],
     ],
     ['no-such-column', []],
-  ])('%s: the BACKEND rows only, a nameless or short row left out', (column, want) => expect(backendColumn(CSV, column)).toEqual(want));
+  ])('%s: the BACKEND rows only, a nameless or short row left out', (column, want) =>
+    expect(backendColumn(CSV, column)).toEqual(want),
+  );
 });
 
 describe('show stat', () => {
@@ -242,7 +297,9 @@ describe('show stat', () => {
     ['', /without its CSV header/],
     ['Unknown command. Please enter one of the following commands only :', /without its CSV header/],
     ['# pxname,svname,qcur\nreplicas,m-0,0\n', /no scur column/],
-  ])('a hostile answer is an error, never an empty healthy list: %j', (text, msg) => expect(() => parseShowStat(text)).toThrow(msg));
+  ])('a hostile answer is an error, never an empty healthy list: %j', (text, msg) =>
+    expect(() => parseShowStat(text)).toThrow(msg),
+  );
 
   it('a truncated row is skipped, not half read', () => {
     expect(parseShowStat(`${HEADER}replicas,m-0,0,0\n${row('m-1', 1, 'UP')}`).map((s) => s.server)).toEqual(['m-1']);
@@ -264,12 +321,28 @@ describe('show stat', () => {
 });
 
 describe('the probe: the backend as HAProxy sees it', () => {
-  const rec = { socket: '/s', configFile: '/c', backend: 'replicas', statsPort: 8005, servers: [0, 1, 2].map((i) => ({ name: `m-${i}`, host: '127.0.0.1', port: 8001 + i })) };
-  const stats = (statuses: string[]) => parseShowStat(HEADER + statuses.map((s, i) => row(`m-${i}`, 0, s, s === 'DOWN' ? 'L4CON' : 'L7OK', s === 'DOWN' ? 'Connection refused' : '')).join(''));
+  const rec = {
+    socket: '/s',
+    configFile: '/c',
+    backend: 'replicas',
+    statsPort: 8005,
+    servers: [0, 1, 2].map((i) => ({ name: `m-${i}`, host: '127.0.0.1', port: 8001 + i })),
+  };
+  const stats = (statuses: string[]) =>
+    parseShowStat(
+      HEADER +
+        statuses
+          .map((s, i) => row(`m-${i}`, 0, s, s === 'DOWN' ? 'L4CON' : 'L7OK', s === 'DOWN' ? 'Connection refused' : ''))
+          .join(''),
+    );
   it.each([
     [['UP', 'UP', 'UP'], 'pass', /3\/3 replicas UP/],
     [['UP', 'DOWN', 'UP'], 'fail', /marked 1 of 3 replica\(s\) down: m-1 \(port 8002\) DOWN: L4CON Connection refused/],
-    [['UP', 'MAINT', 'UP'], 'fail', /1 of 3 replica\(s\) in MAINT \(out of rotation\): m-1 \(port 8002\) MAINT: L7OK; fix: sparkctl restart PROFILE/],
+    [
+      ['UP', 'MAINT', 'UP'],
+      'fail',
+      /1 of 3 replica\(s\) in MAINT \(out of rotation\): m-1 \(port 8002\) MAINT: L7OK; fix: sparkctl restart PROFILE/,
+    ],
     [['UP', 'UP', 'DRAIN'], 'warn', /2\/3 UP; m-2 \(port 8003\) DRAIN/],
     [['UP', 'UP 1/2', 'DRAIN'], 'warn', /1\/3 UP/],
     [['MAINT', 'MAINT', 'DRAIN'], 'fail', /no replica takes traffic/],
@@ -284,17 +357,35 @@ describe('the probe: the backend as HAProxy sees it', () => {
 
 describe('rolling restart: what it refuses', () => {
   const loaded = loadProfile('qwen3.5-9b', { sets: ['parallel.replicas=2'] });
-  const plan = buildServePlan(resolveLoaded(loaded), { engine: 'sim', vllmBin: 'vllm', prewarm: false, router: true, stateDir: '/tmp/x' });
-  const tcp = buildServePlan(resolveLoaded(loadProfile('qwen3.5-9b', { sets: ['parallel.replicas=2', 'router.replicaSocket=false'] })), {
+  const plan = buildServePlan(resolveLoaded(loaded), {
     engine: 'sim',
     vllmBin: 'vllm',
     prewarm: false,
     router: true,
     stateDir: '/tmp/x',
   });
+  const tcp = buildServePlan(
+    resolveLoaded(loadProfile('qwen3.5-9b', { sets: ['parallel.replicas=2', 'router.replicaSocket=false'] })),
+    {
+      engine: 'sim',
+      vllmBin: 'vllm',
+      prewarm: false,
+      router: true,
+      stateDir: '/tmp/x',
+    },
+  );
   const sock = (i: number) => `/tmp/x/router/qwen3.5-9b/qwen3.5-9b-${i}.sock`;
   const router = (servers: Array<{ name: string; port: number; uds?: string }>) =>
-    ({ name: 'qwen3.5-9b-router', router: { socket: '/s', configFile: '/c', backend: 'replicas', statsPort: 1, servers: servers.map((s) => ({ ...s, host: '127.0.0.1' })) } }) as unknown as Instance;
+    ({
+      name: 'qwen3.5-9b-router',
+      router: {
+        socket: '/s',
+        configFile: '/c',
+        backend: 'replicas',
+        statsPort: 1,
+        servers: servers.map((s) => ({ ...s, host: '127.0.0.1' })),
+      },
+    }) as unknown as Instance;
   it('the same servers: fine', () => {
     expect(() =>
       checkRollable(
@@ -324,7 +415,9 @@ describe('rolling restart: what it refuses', () => {
           { name: 'qwen3.5-9b-1', port: 8002 },
         ]),
       ),
-    ).toThrow(/now has 2 replica\(s\) on unix:\/tmp\/x\/router\/qwen3\.5-9b\/qwen3\.5-9b-0\.sock,.*the running router balances qwen3\.5-9b-0:8001/);
+    ).toThrow(
+      /now has 2 replica\(s\) on unix:\/tmp\/x\/router\/qwen3\.5-9b\/qwen3\.5-9b-0\.sock,.*the running router balances qwen3\.5-9b-0:8001/,
+    );
     expect(() =>
       checkRollable(
         tcp,

@@ -19,7 +19,10 @@ const oldPath = process.env.PATH;
 beforeAll(() => {
   for (const cli of ['podman', 'docker']) {
     const f = join(bin, cli);
-    writeFileSync(f, `#!/bin/sh\necho "${cli} $*" >> "${bin}/argv"\nprintf '%s' "$ANSWER"\n[ -n "$ERR" ] && printf '%s\\n' "$ERR" >&2\nexit "\${CODE:-0}"\n`);
+    writeFileSync(
+      f,
+      `#!/bin/sh\necho "${cli} $*" >> "${bin}/argv"\nprintf '%s' "$ANSWER"\n[ -n "$ERR" ] && printf '%s\\n' "$ERR" >&2\nexit "\${CODE:-0}"\n`,
+    );
     chmodSync(f, 0o755);
   }
   process.env.PATH = `${bin}:${oldPath}`;
@@ -55,7 +58,13 @@ describe('a runtime has images exactly where its vLLM comes from one; what else 
 
 describe("a reference read through the runtime's images: the pin serve and upgrade take", () => {
   it.each<[string, string, number, string, object]>([
-    ['an image with its repository digest', `sha256:${ID} ["localhost/vllm@sha256:${'b'.repeat(64)}"]`, 0, '', { pinned: `localhost/vllm@sha256:${'b'.repeat(64)}`, how: 'digest', id: ID }],
+    [
+      'an image with its repository digest',
+      `sha256:${ID} ["localhost/vllm@sha256:${'b'.repeat(64)}"]`,
+      0,
+      '',
+      { pinned: `localhost/vllm@sha256:${'b'.repeat(64)}`, how: 'digest', id: ID },
+    ],
     ['built here: no digest, pinned by its ID', `${ID} []`, 0, '', { pinned: ID, how: 'image-id', id: ID }],
     [
       "not here: the CLI's words, named with the CLI",
@@ -74,7 +83,9 @@ describe("a reference read through the runtime's images: the pin serve and upgra
     answer(`${ID} []`);
     writeFileSync(join(bin, 'argv'), '');
     await inspectForPin(ofCli('docker').images!, ['--host', 'unix:///x'], 'r:1');
-    expect(readFileSync(join(bin, 'argv'), 'utf8')).toBe('docker --host unix:///x image inspect --format {{.Id}} {{json .RepoDigests}} r:1\n');
+    expect(readFileSync(join(bin, 'argv'), 'utf8')).toBe(
+      'docker --host unix:///x image inspect --format {{.Id}} {{json .RepoDigests}} r:1\n',
+    );
   });
 
   it('upgrade: a reference that cannot be read is bad input naming the pull of that CLI', async () => {
@@ -82,12 +93,19 @@ describe("a reference read through the runtime's images: the pin serve and upgra
     const e = await resolveImagePin(ofCli('docker').images!, [], 'r:2').catch((x) => x);
     expect(e).toBeInstanceOf(UsageError);
     expect(e.message).toBe('docker image inspect r:2: Error: no such image');
-    expect(e.details).toEqual(['docker pull r:2 (upgrade and serve never download an image unasked), then upgrade again']);
+    expect(e.details).toEqual([
+      'docker pull r:2 (upgrade and serve never download an image unasked), then upgrade again',
+    ]);
   });
 });
 
 describe('the image a running container was created from, as the runtime answers (drift)', () => {
-  const t = (id?: string) => ({ pid: 0, pgid: 0, startTime: 0, container: { cli: 'podman' as const, cliArgs: [], name: 'sparkctl-p-0', image: 'x', ...(id ? { id } : {}) } });
+  const t = (id?: string) => ({
+    pid: 0,
+    pgid: 0,
+    startTime: 0,
+    container: { cli: 'podman' as const, cliArgs: [], name: 'sparkctl-p-0', image: 'x', ...(id ? { id } : {}) },
+  });
   it.each<[string, string, number, string | undefined]>([
     ['bare 64 hex', ID, 0, ID],
     ['sha256: and a newline', `sha256:${ID}\n`, 0, ID],

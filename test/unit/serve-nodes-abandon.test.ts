@@ -28,7 +28,12 @@ const placement: NodesPlacement = {
 };
 vi.mock('../../src/engine/cluster/index.js', async (orig) => ({
   ...(await orig<typeof import('../../src/engine/cluster/index.js')>()),
-  executorFor: (): ClusterExecutor => ({ kind: 'native', placement: () => placement, stop: async () => ({}) as never, status: async () => ({}) as never }),
+  executorFor: (): ClusterExecutor => ({
+    kind: 'native',
+    placement: () => placement,
+    stop: async () => ({}) as never,
+    status: async () => ({}) as never,
+  }),
 }));
 
 const { serve } = await import('../../src/engine/serve.js');
@@ -43,10 +48,18 @@ describe('serve over nodes: a throw while the ranks launch', () => {
       head: { name: 'n0', address: '10.9.3.1', interface: 'eth0', gpus: 8 },
       workers: [1, 2, 3].map((i) => ({ name: `n${i}`, address: `10.9.3.${i + 1}`, interface: 'eth0', gpus: 8 })),
     });
-    const opts = { nodesFile: '/abs/nodes.yaml', set: ['parallel.executor=mp'], engine: 'sim' as const, vllmBin: 'vllm', prewarm: false };
+    const opts = {
+      nodesFile: '/abs/nodes.yaml',
+      set: ['parallel.executor=mp'],
+      engine: 'sim' as const,
+      vllmBin: 'vllm',
+      prewarm: false,
+    };
     const plan = toClusterPlan(planCluster('qwen3-200b', nf, opts), { ...opts, stateDir: dirs() });
     const events: Array<{ type: string }> = [];
-    await expect(serve(plan, { onEvent: (e) => events.push(e), secrets: {} })).rejects.toThrow('internal: rank 2 launch threw');
+    await expect(serve(plan, { onEvent: (e) => events.push(e), secrets: {} })).rejects.toThrow(
+      'internal: rank 2 launch threw',
+    );
     expect(asked.filter((a) => a.startsWith('launch')).sort()).toEqual(['launch n0', 'launch n1', 'launch n3']);
     expect(asked.at(-1)).toBe('stop n0,n1,n3');
     expect(events.filter((e) => e.type === 'launched')).toHaveLength(3);

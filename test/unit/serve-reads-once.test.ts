@@ -17,7 +17,10 @@ describe('prepare with prior: planned again, not read again', () => {
     state = tempDir('sparkctl-reads-once-state-');
     process.env.SPARKCTL_STATE_DIR = state;
     // a name no shipped profile has: once the file is gone, nothing resolves it
-    writeFileSync(join(dir, 'reads-once.yaml'), readFileSync(join(ROOT, 'profiles', 'qwen-dev.yaml'), 'utf8').replace(/^name: qwen-dev$/m, 'name: reads-once'));
+    writeFileSync(
+      join(dir, 'reads-once.yaml'),
+      readFileSync(join(ROOT, 'profiles', 'qwen-dev.yaml'), 'utf8').replace(/^name: qwen-dev$/m, 'name: reads-once'),
+    );
   });
   afterAll(() => {
     if (saved === undefined) delete process.env.SPARKCTL_STATE_DIR;
@@ -36,9 +39,11 @@ describe('prepare with prior: planned again, not read again', () => {
     expect(again.profile.name).toBe(first.profile.name);
     expect(again.profile.server.port).toBe(8123);
     expect(again.platform.name).toBe('hopper-cuda13');
-    // the model is not on this machine: what was not found is looked for again (serve --pull may have fetched it between)
+    // the model is not on this machine: what was not found is looked for again (serve --pull may have fetched it
+    // between)
     expect(again.modelRead).toEqual(first.modelRead);
-    // the installed vLLM as first read (the same answer, not asked again); the version decided for the new platform from it
+    // the installed vLLM as first read (the same answer, not asked again); the version decided for the new platform
+    // from it
     expect(again.read.installed).toBe(first.read.installed);
     expect(first.read.installed).toBeDefined();
   });

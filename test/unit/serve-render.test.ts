@@ -12,7 +12,13 @@ import type { ClusterRecord } from '../../src/engine/registry.js';
 import type { ProbeResult } from '../../src/health/probe.js';
 import type { ServeEvent } from '../../src/engine/events.js';
 
-const plan = { executor: 'native' as const, engine: 'sim' as const, nodesFile: '/abs/nodes.yaml', profile: { name: 'big' } as Profile, replica: { name: 'big-0', argv: [], env: {}, port: 8000 } };
+const plan = {
+  executor: 'native' as const,
+  engine: 'sim' as const,
+  nodesFile: '/abs/nodes.yaml',
+  profile: { name: 'big' } as Profile,
+  replica: { name: 'big-0', argv: [], env: {}, port: 8000 },
+};
 const record: ClusterRecord = {
   version: 1,
   executor: 'native',
@@ -28,7 +34,12 @@ const record: ClusterRecord = {
   marker: 'm',
 };
 const probe = (state: 'healthy' | 'unhealthy') =>
-  ({ state, target: 'big (n0)', ms: 12, steps: [{ step: 'health', status: state === 'healthy' ? 'pass' : 'fail', detail: 'x' }] }) as unknown as ProbeResult;
+  ({
+    state,
+    target: 'big (n0)',
+    ms: 12,
+    steps: [{ step: 'health', status: state === 'healthy' ? 'pass' : 'fail', detail: 'x' }],
+  }) as unknown as ProbeResult;
 const view = { nodes: 2, gpus: 16, complete: true };
 
 const named = 'nodes.yaml';
@@ -57,11 +68,24 @@ describe('serve over nodes: one outcome, the envelope as it was', () => {
     ],
     [
       'refused before anything started: exit 4, nothing of a head',
-      nodesOutcome(plan, { failure: failedBefore('refused', 'big is already served on these nodes', [], { fix: 'stop it first', node: 'n0' }) }),
+      nodesOutcome(plan, {
+        failure: failedBefore('refused', 'big is already served on these nodes', [], {
+          fix: 'stop it first',
+          node: 'n0',
+        }),
+      }),
       {
         status: 'refused',
         exitCode: 4,
-        failure: { message: 'big is already served on these nodes', fix: 'stop it first', evidence: [], node: 'n0', reason: 'refused', cause: 'refused', line: null },
+        failure: {
+          message: 'big is already served on these nodes',
+          fix: 'stop it first',
+          evidence: [],
+          node: 'n0',
+          reason: 'refused',
+          cause: 'refused',
+          line: null,
+        },
         url: null,
         head: null,
         cluster: null,
@@ -76,7 +100,15 @@ describe('serve over nodes: one outcome, the envelope as it was', () => {
       {
         status: 'launch-failed',
         exitCode: 4,
-        failure: { message: 'vLLM rank 1 on n1 exited', fix: null, evidence: ['| boom'], node: null, reason: 'not-started', cause: 'not-started', line: null },
+        failure: {
+          message: 'vLLM rank 1 on n1 exited',
+          fix: null,
+          evidence: ['| boom'],
+          node: null,
+          reason: 'not-started',
+          cause: 'not-started',
+          line: null,
+        },
         url: record.url,
         head: { node: 'n0', pid: 4242, logFile: '/var/log/big.log' },
         cluster: null,
@@ -112,9 +144,25 @@ describe('serve over nodes: one outcome, the envelope as it was', () => {
   it('the one-host envelope is untouched by the union: no nodes, the replicas form', () => {
     const out: string[] = [];
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s) => (out.push(String(s)), true));
-    jsonRenderer((o) => exitCodeOf(o.status)).outcome({ status: 'healthy', profile: 'one', engine: 'sim', replicas: [], stoppedAll: false });
+    jsonRenderer((o) => exitCodeOf(o.status)).outcome({
+      status: 'healthy',
+      profile: 'one',
+      engine: 'sim',
+      replicas: [],
+      stoppedAll: false,
+    });
     spy.mockRestore();
-    expect(Object.keys(JSON.parse(out.join('')))).toEqual(['version', 'kind', 'status', 'exitCode', 'profile', 'engine', 'failure', 'replicas', 'router']);
+    expect(Object.keys(JSON.parse(out.join('')))).toEqual([
+      'version',
+      'kind',
+      'status',
+      'exitCode',
+      'profile',
+      'engine',
+      'failure',
+      'replicas',
+      'router',
+    ]);
   });
 });
 
@@ -163,7 +211,14 @@ describe('serve over nodes: the one text renderer', () => {
     capture();
     const r = textRenderer({ profile: 'big', simulated: true, nodes: named });
     r.event({ type: 'cleanup', node: 'n1', what: 'ray stopped' });
-    r.outcome(nodesOutcome(plan, { failure: failedBefore('not-started', 'node n1 failed to join', ['last line'], { fix: 'check the fabric', node: 'n1' }) }));
+    r.outcome(
+      nodesOutcome(plan, {
+        failure: failedBefore('not-started', 'node n1 failed to join', ['last line'], {
+          fix: 'check the fabric',
+          node: 'n1',
+        }),
+      }),
+    );
     const err = lines.err.join('');
     expect(err).toContain('cleanup: n1: ray stopped');
     expect(err).toMatch(/launch failed.*: node n1 failed to join/);

@@ -1,9 +1,20 @@
 // The simulated model's answer rules: when it stops on its own, and when a turn is a tool call.
 import { describe, it, expect } from 'vitest';
-import { naturalLength, MIN_NATURAL, pathToRead, toolCallFor, toolCallTokens, toolResultQuote } from '../../src/sim/answer.js';
+import {
+  naturalLength,
+  MIN_NATURAL,
+  pathToRead,
+  toolCallFor,
+  toolCallTokens,
+  toolResultQuote,
+} from '../../src/sim/answer.js';
 import { chatTokens, countTokens } from '../../src/sim/tokenizer.js';
 
-const READ = { name: 'Read', description: 'Reads a file', input_schema: { type: 'object', properties: { file_path: { type: 'string' } } } };
+const READ = {
+  name: 'Read',
+  description: 'Reads a file',
+  input_schema: { type: 'object', properties: { file_path: { type: 'string' } } },
+};
 const BASH = { name: 'Bash', input_schema: { type: 'object', properties: { command: { type: 'string' } } } };
 const user = (text: string) => ({
   role: 'user',
@@ -35,7 +46,9 @@ describe('toolCallFor: a turn that asks for a file becomes a Read call, only whe
     expect(toolCallTokens(c)).toBeGreaterThan(countTokens('/tmp/x/notes.txt'));
   });
   it('past the system notes Claude Code appends after the user turn', () => {
-    expect(toolCallFor(body([user('read /a/b.txt'), { role: 'system', content: 'agent types...' }]), true)?.input).toEqual({ file_path: '/a/b.txt' });
+    expect(
+      toolCallFor(body([user('read /a/b.txt'), { role: 'system', content: 'agent types...' }]), true)?.input,
+    ).toEqual({ file_path: '/a/b.txt' });
   });
   it.each([
     ['tool calling off (no --enable-auto-tool-choice / parser)', body([user('read /a/b.txt')]), false],
@@ -43,11 +56,25 @@ describe('toolCallFor: a turn that asks for a file becomes a Read call, only whe
     ['no tool that reads files', body([user('read /a/b.txt')], [BASH]), true],
     ['tool_choice none', body([user('read /a/b.txt')], [READ], { tool_choice: { type: 'none' } }), true],
     ['the prompt asks for no file', body([user('Say hello')]), true],
-    ['the last turn is the tool result', body([user('read /a/b.txt'), { role: 'assistant', content: [] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }] }]), true],
+    [
+      'the last turn is the tool result',
+      body([
+        user('read /a/b.txt'),
+        { role: 'assistant', content: [] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }] },
+      ]),
+      true,
+    ],
   ])('%s: no call', (_, b, on) => expect(toolCallFor(b as never, on as boolean)).toBeUndefined());
   it('an OpenAI function tool with a path argument', () => {
-    const fn = { type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } } };
-    expect(toolCallFor({ messages: [{ role: 'user', content: 'read /x/y.md' }], tools: [fn] }, true)).toMatchObject({ name: 'read_file', input: { path: '/x/y.md' } });
+    const fn = {
+      type: 'function',
+      function: { name: 'read_file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+    };
+    expect(toolCallFor({ messages: [{ role: 'user', content: 'read /x/y.md' }], tools: [fn] }, true)).toMatchObject({
+      name: 'read_file',
+      input: { path: '/x/y.md' },
+    });
   });
 });
 
@@ -55,10 +82,25 @@ describe('toolResultQuote: the answer after a tool ran quotes its first line', (
   it.each([
     [
       'Anthropic tool_result, cat -n numbering',
-      [user('read'), { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: '     1\tthe secret is 42\n     2\tmore' }] }],
+      [
+        user('read'),
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't', content: '     1\tthe secret is 42\n     2\tmore' }],
+        },
+      ],
       'The tool returned: the secret is 42',
     ],
-    ['content as blocks', [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'text', text: '\nhello' }] }] }], 'The tool returned: hello'],
+    [
+      'content as blocks',
+      [
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'text', text: '\nhello' }] }],
+        },
+      ],
+      'The tool returned: hello',
+    ],
     ['OpenAI role tool', [{ role: 'tool', tool_call_id: 't', content: 'x=1' }], 'The tool returned: x=1'],
     ['no tool result', [user('hi')], undefined],
   ])('%s', (_, messages, quote) => expect(toolResultQuote(messages)).toBe(quote));
@@ -73,7 +115,9 @@ describe('naturalLength and the prompt count', () => {
   it('tools, tool calls and tool results count toward the prompt', () => {
     const plain = chatTokens([{ content: 'hi' }]);
     expect(chatTokens([{ content: 'hi' }], undefined, [READ])).toBe(plain + countTokens(JSON.stringify([READ])) + 4);
-    expect(chatTokens([{ content: [{ type: 'tool_use', name: 'Read', input: { file_path: '/a' } }] }])).toBeGreaterThan(4);
+    expect(chatTokens([{ content: [{ type: 'tool_use', name: 'Read', input: { file_path: '/a' } }] }])).toBeGreaterThan(
+      4,
+    );
     expect(chatTokens([{ content: [{ type: 'tool_result', content: 'x'.repeat(400) }] }])).toBe(104);
   });
 });

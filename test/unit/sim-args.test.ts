@@ -37,7 +37,9 @@ describe('the simulator parses what its vLLM version parses', () => {
         .options.split(' ')
         .map((o) => o.replace(/=$/, '')),
     );
-    const others = new Set(VLLM_FACTS.flatMap((x) => x.options.split(' ').map((o) => o.replace(/=$/, ''))).filter((o) => !own.has(o)));
+    const others = new Set(
+      VLLM_FACTS.flatMap((x) => x.options.split(' ').map((o) => o.replace(/=$/, ''))).filter((o) => !own.has(o)),
+    );
     // (a prefix of one of its own options would be taken as that option, as argparse does)
     const foreign = [...others].filter((o) => ![...own].some((x) => x.startsWith(o)));
     expect(foreign.length).toBeGreaterThan(0);
@@ -76,7 +78,21 @@ describe('the simulator parses what its vLLM version parses', () => {
   });
 
   it('underscores, prefixes, --no- forms, short aliases, -O', () => {
-    const r = parse('0.17.0', '--max_model_len', '4096', '--gpu-memory-util', '0.8', '--no-enable-prefix-caching', '-tp', '2', '-pp', '2', '-O3', '-q', 'fp8');
+    const r = parse(
+      '0.17.0',
+      '--max_model_len',
+      '4096',
+      '--gpu-memory-util',
+      '0.8',
+      '--no-enable-prefix-caching',
+      '-tp',
+      '2',
+      '-pp',
+      '2',
+      '-O3',
+      '-q',
+      'fp8',
+    );
     expect(r.flags.get('--max-model-len')).toBe('4096');
     expect(r.flags.get('--gpu-memory-utilization')).toBe('0.8');
     expect(r.flags.get('--no-enable-prefix-caching')).toBe(true);
@@ -91,7 +107,9 @@ describe('the simulator parses what its vLLM version parses', () => {
   });
 
   it('value choices, parser registries', () => {
-    expect(fails('0.17.0', '--dtype', 'bf16')).toMatch(/^argument --dtype: invalid choice: 'bf16' \(choose from 'auto', 'half'/);
+    expect(fails('0.17.0', '--dtype', 'bf16')).toMatch(
+      /^argument --dtype: invalid choice: 'bf16' \(choose from 'auto', 'half'/,
+    );
     expect(fails('0.11.0', '--kv-cache-dtype', 'bfloat16')).toMatch(/invalid choice/);
     expect(fails('0.12.0', '--kv-cache-dtype', 'bfloat16')).toBeUndefined();
     expect(fails('0.9.0', '--tool-call-parser', 'qwen3_coder')).toMatch(/invalid choice/);

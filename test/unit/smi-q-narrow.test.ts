@@ -52,7 +52,8 @@ function smiHost(table: Record<string, Answer>): Host & { calls: string[] } {
     async run(argv) {
       calls.push(key(argv));
       const a = table[key(argv)];
-      if (argv[0] !== 'nvidia-smi' || a === undefined) return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
+      if (argv[0] !== 'nvidia-smi' || a === undefined)
+        return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
       return { argv, stdout: '', stderr: '', exitCode: 0, durationMs: 1, ...a };
     },
   };
@@ -75,8 +76,16 @@ describe('parseFabricQuery', () => {
         ['00000000:2A:00.0', 'In Progress', 'N/A'],
       ],
     ],
-    ['lower-case bus ids match the -q headers', '00000000:2a:00.0, Completed, Success\n', [['00000000:2A:00.0', 'Completed', 'Success']]],
-    ['a line that is no bus id is dropped', 'garbage, Completed, Success\n00000000:00:06.0, N/A, N/A\n', [['00000000:00:06.0', 'N/A', 'N/A']]],
+    [
+      'lower-case bus ids match the -q headers',
+      '00000000:2a:00.0, Completed, Success\n',
+      [['00000000:2A:00.0', 'Completed', 'Success']],
+    ],
+    [
+      'a line that is no bus id is dropped',
+      'garbage, Completed, Success\n00000000:00:06.0, N/A, N/A\n',
+      [['00000000:00:06.0', 'N/A', 'N/A']],
+    ],
     ['a row of the wrong width is dropped', '0, NVIDIA H200, GPU-1, 00000000:00:06.0, 580.159.04\n', []],
     ['nothing', '', []],
   ])('%s', (_name, text, want) => {
@@ -106,7 +115,10 @@ describe('smi.q: the narrow pair, or the whole -q', () => {
     [
       'a driver without -d GSP_FIRMWARE_VERSION: the whole -q',
       {
-        [key(SMI_Q_GSP)]: { exitCode: 2, stdout: "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n" },
+        [key(SMI_Q_GSP)]: {
+          exitCode: 2,
+          stdout: "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n",
+        },
         [key(SMI_FABRIC)]: fabricOk,
         [key(SMI_Q_FULL)]: { stdout: FULL_1 },
       },
@@ -115,25 +127,41 @@ describe('smi.q: the narrow pair, or the whole -q', () => {
     ],
     [
       'a driver without the fabric fields: the whole -q',
-      { [key(SMI_Q_GSP)]: { stdout: GSP_1 }, [key(SMI_FABRIC)]: { exitCode: 2, stdout: 'Field "fabric.state" is not a valid field to query.\n' }, [key(SMI_Q_FULL)]: { stdout: FULL_1 } },
+      {
+        [key(SMI_Q_GSP)]: { stdout: GSP_1 },
+        [key(SMI_FABRIC)]: { exitCode: 2, stdout: 'Field "fabric.state" is not a valid field to query.\n' },
+        [key(SMI_Q_FULL)]: { stdout: FULL_1 },
+      },
       [key(SMI_Q_GSP), key(SMI_FABRIC), key(SMI_Q_FULL)],
       { cuda: '13.0', gsp: '580.159.04', fabric: 'Completed/Success' },
     ],
     [
       'fabric rows that miss a GPU of the GSP section: the whole -q, not a guess',
-      { [key(SMI_Q_GSP)]: { stdout: GSP_1 }, [key(SMI_FABRIC)]: { stdout: '00000000:99:00.0, Completed, Success\n' }, [key(SMI_Q_FULL)]: { stdout: FULL_1 } },
+      {
+        [key(SMI_Q_GSP)]: { stdout: GSP_1 },
+        [key(SMI_FABRIC)]: { stdout: '00000000:99:00.0, Completed, Success\n' },
+        [key(SMI_Q_FULL)]: { stdout: FULL_1 },
+      },
       [key(SMI_Q_GSP), key(SMI_FABRIC), key(SMI_Q_FULL)],
       { cuda: '13.0', gsp: '580.159.04', fabric: 'Completed/Success' },
     ],
     [
       'a GSP section that lists no GPU: the whole -q',
-      { [key(SMI_Q_GSP)]: { stdout: 'Driver Version : 580.159.04\nCUDA Version : 13.0\n' }, [key(SMI_FABRIC)]: fabricOk, [key(SMI_Q_FULL)]: { stdout: FULL_1 } },
+      {
+        [key(SMI_Q_GSP)]: { stdout: 'Driver Version : 580.159.04\nCUDA Version : 13.0\n' },
+        [key(SMI_FABRIC)]: fabricOk,
+        [key(SMI_Q_FULL)]: { stdout: FULL_1 },
+      },
       [key(SMI_Q_GSP), key(SMI_FABRIC), key(SMI_Q_FULL)],
       { cuda: '13.0', gsp: '580.159.04', fabric: 'Completed/Success' },
     ],
     [
       'a narrow call past its deadline: no second wait on the whole -q, nothing claimed',
-      { [key(SMI_Q_GSP)]: { exitCode: null, error: 'timeout' }, [key(SMI_FABRIC)]: fabricOk, [key(SMI_Q_FULL)]: { stdout: FULL_1 } },
+      {
+        [key(SMI_Q_GSP)]: { exitCode: null, error: 'timeout' },
+        [key(SMI_FABRIC)]: fabricOk,
+        [key(SMI_Q_FULL)]: { stdout: FULL_1 },
+      },
       [key(SMI_Q_GSP), key(SMI_FABRIC)],
       undefined,
     ],
@@ -141,7 +169,10 @@ describe('smi.q: the narrow pair, or the whole -q', () => {
     [
       'both refused and the whole -q fails too: nothing claimed',
       {
-        [key(SMI_Q_GSP)]: { exitCode: 9, stdout: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n" },
+        [key(SMI_Q_GSP)]: {
+          exitCode: 9,
+          stdout: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
+        },
         [key(SMI_FABRIC)]: { exitCode: 9 },
         [key(SMI_Q_FULL)]: { exitCode: 9 },
       },
@@ -158,21 +189,32 @@ describe('smi.q: the narrow pair, or the whole -q', () => {
       return;
     }
     expect(got.facts.driver.maxCuda).toBe(want.cuda);
-    expect(q?.gpus.map((g) => [g.gspFirmware, `${g.fabricState}/${g.fabricStatus}`])).toEqual([[want.gsp, want.fabric]]);
+    expect(q?.gpus.map((g) => [g.gspFirmware, `${g.fabricState}/${g.fabricStatus}`])).toEqual([
+      [want.gsp, want.fabric],
+    ]);
   });
 });
 
 describe('the simulated hosts answer the narrow pair', () => {
-  it.each(SHIPPED_PLATFORMS.map((p) => [p.name, p] as const))('%s: smi.q without the whole -q, fabric as the platform has it', async (_name, platform) => {
-    const host = new SimHost(platform);
-    const calls: string[] = [];
-    const run = host.run.bind(host);
-    host.run = (argv, o) => (calls.push(key(argv)), run(argv, o));
-    const facts = await gatherFacts(host, { probes: new Set(['smi.q']) });
-    expect(calls).not.toContain(key(SMI_Q_FULL));
-    expect(facts.smiq?.gpus).toHaveLength(platform.gpu.count);
-    expect(facts.smiq?.gpus.every((g) => (platform.gpu.nvswitch ? g.fabricState === 'Completed' && g.fabricStatus === 'Success' : g.fabricState === 'N/A'))).toBe(true);
-  });
+  it.each(SHIPPED_PLATFORMS.map((p) => [p.name, p] as const))(
+    '%s: smi.q without the whole -q, fabric as the platform has it',
+    async (_name, platform) => {
+      const host = new SimHost(platform);
+      const calls: string[] = [];
+      const run = host.run.bind(host);
+      host.run = (argv, o) => (calls.push(key(argv)), run(argv, o));
+      const facts = await gatherFacts(host, { probes: new Set(['smi.q']) });
+      expect(calls).not.toContain(key(SMI_Q_FULL));
+      expect(facts.smiq?.gpus).toHaveLength(platform.gpu.count);
+      expect(
+        facts.smiq?.gpus.every((g) =>
+          platform.gpu.nvswitch
+            ? g.fabricState === 'Completed' && g.fabricStatus === 'Success'
+            : g.fabricState === 'N/A',
+        ),
+      ).toBe(true);
+    },
+  );
 });
 
 describe('one real H200 host, read both ways', () => {
@@ -187,18 +229,27 @@ describe('one real H200 host, read both ways', () => {
   });
 
   it('the narrow bundle holds no whole -q, and gives the same driver CUDA, GSP firmware and fabric state', async () => {
-    const manifest = JSON.parse(readFileSync(join(FIXTURES, 'bundles', 'h200x1-device-collect-20261202', 'manifest.json'), 'utf8')) as { commands: Array<{ argv: string[] }> };
+    const manifest = JSON.parse(
+      readFileSync(join(FIXTURES, 'bundles', 'h200x1-device-collect-20261202', 'manifest.json'), 'utf8'),
+    ) as { commands: Array<{ argv: string[] }> };
     expect(manifest.commands.map((c) => key(c.argv))).not.toContain(key(SMI_Q_FULL));
-    const [a, b] = await Promise.all([gatherFacts(full(), { probes: new Set(['smi.q']) }), gatherFacts(narrow(), { probes: new Set(['smi.q']) })]);
+    const [a, b] = await Promise.all([
+      gatherFacts(full(), { probes: new Set(['smi.q']) }),
+      gatherFacts(narrow(), { probes: new Set(['smi.q']) }),
+    ]);
     expect(b.notCollected.has('smi.q')).toBe(false);
     expect(b.driver.maxCuda).toBe(a.driver.maxCuda);
-    const pick = (f: typeof a) => f.smiq?.gpus.map((g) => [g.busId, g.gspFirmware, g.fabricState ?? 'N/A', g.fabricStatus ?? 'N/A']);
+    const pick = (f: typeof a) =>
+      f.smiq?.gpus.map((g) => [g.busId, g.gspFirmware, g.fabricState ?? 'N/A', g.fabricStatus ?? 'N/A']);
     expect(pick(b)).toEqual(pick(a));
   });
 
   it('the checks that read smi.q judge the two bundles alike', async () => {
     const ids = ['driver.cuda-support', 'firmware.gpu', 'gpu.fabric'];
-    const [a, b] = await Promise.all([runPreflight(full(), { only: ids.join(',') }), runPreflight(narrow(), { only: ids.join(',') })]);
+    const [a, b] = await Promise.all([
+      runPreflight(full(), { only: ids.join(',') }),
+      runPreflight(narrow(), { only: ids.join(',') }),
+    ]);
     const view = (r: typeof a) => r.checks.filter((c) => ids.includes(c.id)).map((c) => [c.id, c.status, c.observed]);
     expect(view(b)).toEqual(view(a));
     // one H200 without NVSwitch: the fabric check has nothing to judge on either reading

@@ -12,8 +12,20 @@ import { validateProfile, type HostShape } from '../../src/profiles/validate.js'
 import { GIB } from '../../src/profiles/planner.js';
 import { ROOT, tempDir, rmrf } from '../helpers.js';
 
-const spark: HostShape = { gpus: 1, gpusSource: 'detected', read: true, gpuMemoryBytes: 119 * GIB, gpuName: 'NVIDIA GB10' };
-const h100: HostShape = { gpus: 8, gpusSource: 'detected', read: true, gpuMemoryBytes: 80 * GIB, gpuName: 'NVIDIA H100 80GB HBM3' };
+const spark: HostShape = {
+  gpus: 1,
+  gpusSource: 'detected',
+  read: true,
+  gpuMemoryBytes: 119 * GIB,
+  gpuName: 'NVIDIA GB10',
+};
+const h100: HostShape = {
+  gpus: 8,
+  gpusSource: 'detected',
+  read: true,
+  gpuMemoryBytes: 80 * GIB,
+  gpuName: 'NVIDIA H100 80GB HBM3',
+};
 const base = (platform: string | undefined, engine: Record<string, unknown> = {}) => ({
   name: 'mine',
   model: { id: 'Qwen/Qwen3.5-9B' },
@@ -22,14 +34,21 @@ const base = (platform: string | undefined, engine: Record<string, unknown> = {}
   parallel: { tensor: 1 },
 });
 const shareErrors = (raw: object, host?: HostShape, sets: string[] = []) =>
-  validateProfile(parseProfile(raw, 'mine.yaml', sets), host).filter((p) => p.severity === 'error' && /gpuMemoryUtilization|--gpu-memory-utilization/.test(p.path));
+  validateProfile(parseProfile(raw, 'mine.yaml', sets), host).filter(
+    (p) => p.severity === 'error' && /gpuMemoryUtilization|--gpu-memory-utilization/.test(p.path),
+  );
 
 describe('the memory share of a profile on unified memory', () => {
   it.each([
     ['a Spark platform, no share: 0.8', base('dgx-spark-gb10'), [], 0.8],
     ['a Spark platform, a share written: kept', base('dgx-spark-gb10', { gpuMemoryUtilization: 0.6 }), [], 0.6],
     ['a Spark platform, --set: kept', base('dgx-spark-gb10'), ['engine.gpuMemoryUtilization=0.7'], 0.7],
-    ['a Spark platform, the share in extraArgs: the field left to the flag', base('dgx-spark-gb10', { extraArgs: ['--gpu-memory-utilization', '0.5'] }), [], 0.9],
+    [
+      'a Spark platform, the share in extraArgs: the field left to the flag',
+      base('dgx-spark-gb10', { extraArgs: ['--gpu-memory-utilization', '0.5'] }),
+      [],
+      0.9,
+    ],
     ['a data-centre platform, no share: the schema default', base('hopper-cuda13'), [], 0.9],
     ['no platform, no share: the schema default (judged against the host)', base(undefined), [], 0.9],
   ])('%s', (_, raw, sets, want) => {
@@ -39,9 +58,19 @@ describe('the memory share of a profile on unified memory', () => {
   it.each([
     ['a Spark platform at its default', base('dgx-spark-gb10'), undefined, []],
     ['a Spark platform at 0.8 on a GB10', base('dgx-spark-gb10', { gpuMemoryUtilization: 0.8 }), spark, []],
-    ['a Spark platform, --gpu-memory-utilization 0.5 in extraArgs', base('dgx-spark-gb10', { extraArgs: ['--gpu-memory-utilization', '0.5'] }), spark, []],
+    [
+      'a Spark platform, --gpu-memory-utilization 0.5 in extraArgs',
+      base('dgx-spark-gb10', { extraArgs: ['--gpu-memory-utilization', '0.5'] }),
+      spark,
+      [],
+    ],
     ['no platform on an H100 at 0.9', base(undefined), h100, []],
-    ['a data-centre platform at 0.95 with no host', base('hopper-cuda13', { gpuMemoryUtilization: 0.95 }), undefined, []],
+    [
+      'a data-centre platform at 0.95 with no host',
+      base('hopper-cuda13', { gpuMemoryUtilization: 0.95 }),
+      undefined,
+      [],
+    ],
   ])('no error: %s', (_, raw, host, want) => {
     expect(shareErrors(raw, host)).toEqual(want);
   });
@@ -81,11 +110,18 @@ describe('the memory share of a profile on unified memory', () => {
       writeFileSync(file, shipped.replace(/^ {2}gpuMemoryUtilization: .*\n/m, ''));
       const bin = join(ROOT, 'bin', 'sparkctl.js');
       const env = { ...process.env, SPARKCTL_STATE_DIR: join(dir, 'state'), HOME: dir };
-      const bad = spawnSync(process.execPath, [bin, 'serve', file, '--engine', 'sim', '--dry-run', '--set', 'engine.gpuMemoryUtilization=0.9'], { encoding: 'utf8', env });
+      const bad = spawnSync(
+        process.execPath,
+        [bin, 'serve', file, '--engine', 'sim', '--dry-run', '--set', 'engine.gpuMemoryUtilization=0.9'],
+        { encoding: 'utf8', env },
+      );
       expect(bad.status).toBe(2);
       expect(bad.stderr).toContain('engine.gpuMemoryUtilization: 0.9 is more than the 0.8 of unified memory');
       expect(bad.stderr).toContain('fix: --set engine.gpuMemoryUtilization=0.8');
-      const ok = spawnSync(process.execPath, [bin, 'serve', file, '--engine', 'sim', '--dry-run'], { encoding: 'utf8', env });
+      const ok = spawnSync(process.execPath, [bin, 'serve', file, '--engine', 'sim', '--dry-run'], {
+        encoding: 'utf8',
+        env,
+      });
       expect(ok.status, ok.stderr).toBe(0);
       expect(ok.stdout).toContain('--gpu-memory-utilization 0.8');
     } finally {

@@ -13,7 +13,11 @@ import type { NodesFile, NodeEntry } from '../../src/profiles/schema.js';
 import type { ServeOutcome } from '../../src/engine/events.js';
 
 const node = { name: 'spark-b', address: '192.0.2.11', sshUser: 'root', sshPort: 22, gpus: 1 } as unknown as NodeEntry;
-const nf = { head: { ...node, name: 'spark-a' }, workers: [node], ssh: { connectTimeoutSeconds: 5, options: [] } } as unknown as NodesFile;
+const nf = {
+  head: { ...node, name: 'spark-a' },
+  workers: [node],
+  ssh: { connectTimeoutSeconds: 5, options: [] },
+} as unknown as NodesFile;
 
 let reads = 0;
 /** while set, a read waits for `release` (a read under way) */
@@ -99,7 +103,13 @@ describe('StartRecord: following a node log stops', () => {
 });
 
 describe("servePlaced: every end of serve's loop stops following", () => {
-  const outcome = { profile: 'x', engine: 'sim', replicas: [], status: 'healthy', stoppedAll: false } as unknown as ServeOutcome;
+  const outcome = {
+    profile: 'x',
+    engine: 'sim',
+    replicas: [],
+    status: 'healthy',
+    stoppedAll: false,
+  } as unknown as ServeOutcome;
   const boom = (): never => {
     throw new Error('boom');
   };
@@ -108,12 +118,21 @@ describe("servePlaced: every end of serve's loop stops following", () => {
     c.abort();
     return c.signal;
   };
-  // each placement begins following when the watch begins (native.ts nativeWatch, from endpoints()); none of these ends takes the reports
+  // each placement begins following when the watch begins (native.ts nativeWatch, from endpoints()); none of these ends
+  // takes the reports
   const cases: Array<[string, Partial<Placed<unknown>>, 'throws' | 'resolves']> = [
     ['endpoints() throws after following began', { endpoints: (_hs) => boom() }, 'throws'],
     ['ready() throws (after the watch)', { ready: async () => boom() }, 'throws'],
-    ['the outcome throws (a record write after the probe)', { ready: async () => ({ endpoints: [], outcome: async () => boom() }) }, 'throws'],
-    ['cancelled (Ctrl-C) during the watch, and the failure read throws', { cancel: cancelled(), notReady: async () => boom() }, 'throws'],
+    [
+      'the outcome throws (a record write after the probe)',
+      { ready: async () => ({ endpoints: [], outcome: async () => boom() }) },
+      'throws',
+    ],
+    [
+      'cancelled (Ctrl-C) during the watch, and the failure read throws',
+      { cancel: cancelled(), notReady: async () => boom() },
+      'throws',
+    ],
     ['cancelled (Ctrl-C) during the watch: the interrupted outcome', { cancel: cancelled() }, 'resolves'],
     ['a normal end', {}, 'resolves'],
   ];

@@ -43,15 +43,51 @@ const DP_DRAIN = [
 describe('readShutdownLines + judgeRequests', () => {
   it.each([
     ['abort mode with one request in flight', ABORT_ONE, 1, 'terminated', { kind: 'aborted', count: 1 }],
-    ['abort mode, even when SIGKILL ended it (the requests were aborted first)', ABORT_ONE.slice(0, 5), 1, 'killed', { kind: 'aborted', count: 1 }],
+    [
+      'abort mode, even when SIGKILL ended it (the requests were aborted first)',
+      ABORT_ONE.slice(0, 5),
+      1,
+      'killed',
+      { kind: 'aborted', count: 1 },
+    ],
     ['drain of two, completed, exited in time', DRAIN_TWO, 2, 'terminated', { kind: 'drained', count: 2 }],
-    ['drain with nothing in flight (vLLM logs no count line for zero)', DRAIN_IDLE, 0, 'terminated', { kind: 'drained', count: 0 }],
+    [
+      'drain with nothing in flight (vLLM logs no count line for zero)',
+      DRAIN_IDLE,
+      0,
+      'terminated',
+      { kind: 'drained', count: 0 },
+    ],
     ['drain cut off by SIGKILL at the end of the grace', DRAIN_UNFINISHED, 2, 'killed', { kind: 'cut-off', count: 2 }],
-    ['drain mode, exited, but never said its requests completed: not a drain', DRAIN_UNFINISHED, 2, 'terminated', { kind: 'unconfirmed', inFlight: 2 }],
-    ['a second engine that never completed makes no drain', DP_DRAIN.slice(0, 4), 4, 'terminated', { kind: 'unconfirmed', inFlight: 4 }],
+    [
+      'drain mode, exited, but never said its requests completed: not a drain',
+      DRAIN_UNFINISHED,
+      2,
+      'terminated',
+      { kind: 'unconfirmed', inFlight: 2 },
+    ],
+    [
+      'a second engine that never completed makes no drain',
+      DP_DRAIN.slice(0, 4),
+      4,
+      'terminated',
+      { kind: 'unconfirmed', inFlight: 4 },
+    ],
     // seen on the real 0.27.2 when the whole group got SIGTERM: the workers died, the engine failed
-    ['the API server said drain, the EngineCore never started one: not a drain', DRAIN_TWO.slice(0, 1), 0, 'terminated', { kind: 'unconfirmed', inFlight: 0 }],
-    ['no [shutdown] lines at all (older vLLM): the gauge is all there is', ['INFO:     Shutting down', 'INFO:     Application shutdown complete.'], 3, 'terminated', { kind: 'unknown', inFlight: 3 }],
+    [
+      'the API server said drain, the EngineCore never started one: not a drain',
+      DRAIN_TWO.slice(0, 1),
+      0,
+      'terminated',
+      { kind: 'unconfirmed', inFlight: 0 },
+    ],
+    [
+      'no [shutdown] lines at all (older vLLM): the gauge is all there is',
+      ['INFO:     Shutting down', 'INFO:     Application shutdown complete.'],
+      3,
+      'terminated',
+      { kind: 'unknown', inFlight: 3 },
+    ],
     ['no lines, gauge unreadable', [], undefined, 'terminated', { kind: 'unknown' }],
     ['no lines, killed with requests running: cut off', [], 2, 'killed', { kind: 'cut-off', count: 2 }],
   ] as const)('%s', (_what, lines, before, ended, expected) => {
@@ -71,7 +107,10 @@ describe('readShutdownLines + judgeRequests', () => {
   });
 
   it('a hostile log cannot claim a count through a look-alike line', () => {
-    const ev = readShutdownLines(['[shutdown] EngineCore: draining in-flight requests count=NaN', `x${'y'.repeat(10_000)}[shutdown] EngineCore: aborting in-flight requests count=9`]);
+    const ev = readShutdownLines([
+      '[shutdown] EngineCore: draining in-flight requests count=NaN',
+      `x${'y'.repeat(10_000)}[shutdown] EngineCore: aborting in-flight requests count=9`,
+    ]);
     expect(ev.draining).toBeUndefined();
     expect(ev.aborting).toBeUndefined();
   });
@@ -81,12 +120,18 @@ describe('what stop says', () => {
   it.each([
     [{ kind: 'drained', count: 1 }, 'drained 1 in-flight request'],
     [{ kind: 'drained', count: 0 }, 'drained 0 in-flight requests'],
-    [{ kind: 'aborted', count: 2 }, /^aborted 2 in-flight requests \(vLLM aborts on SIGTERM unless .*server\.shutdownTimeoutSeconds\)$/],
+    [
+      { kind: 'aborted', count: 2 },
+      /^aborted 2 in-flight requests \(vLLM aborts on SIGTERM unless .*server\.shutdownTimeoutSeconds\)$/,
+    ],
     [{ kind: 'cut-off', count: 3 }, 'SIGKILL cut off 3 in-flight requests'],
     [{ kind: 'unknown', inFlight: 1 }, /^1 request was in flight; .*not known$/],
     [{ kind: 'unknown' }, /not known/],
     [{ kind: 'unknown', inFlight: 0 }, /^its gauges showed no running or waiting request at the signal/],
-    [{ kind: 'unconfirmed', inFlight: 3 }, /^vLLM was draining but never logged that its requests completed \(3 in flight at the signal\): they may have failed/],
+    [
+      { kind: 'unconfirmed', inFlight: 3 },
+      /^vLLM was draining but never logged that its requests completed \(3 in flight at the signal\): they may have failed/,
+    ],
   ] as const)('%o', (r, text) => {
     const said = requestsText(r);
     if (typeof text === 'string') expect(said).toBe(text);

@@ -15,11 +15,17 @@ const SELF = 'test/unit/suites-share-the-host.test.ts';
 
 /** What clears state every suite shares, with why. */
 const SHARED_CLEARERS: Array<[RegExp, string]> = [
-  [/\bsystem\W+(?:reset|prune)\b/, "a runtime's system reset/prune clears every suite's containers, images, networks and podman's tmpdir"],
+  [
+    /\bsystem\W+(?:reset|prune)\b/,
+    "a runtime's system reset/prune clears every suite's containers, images, networks and podman's tmpdir",
+  ],
   [/\b(?:image|container|volume|network|builder|pod)\W+prune\b/, 'a prune removes what other suites hold'],
   // a runtime's own remove-all, on a line that names the runtime (sparkctl's `stop --all` is its own
   // state folder's servers: not this)
-  [/\b(?:podman|docker)\b.*\b(?:rm|rmi|stop|kill)\W+(?:-a\w*|--all)\b/, "all containers/images of the host, not this suite's: remove by ID, name or label filter"],
+  [
+    /\b(?:podman|docker)\b.*\b(?:rm|rmi|stop|kill)\W+(?:-a\w*|--all)\b/,
+    "all containers/images of the host, not this suite's: remove by ID, name or label filter",
+  ],
   [/\bps\W+-a?q\b/, "`ps -q` lists every suite's containers: filter by this suite's label"],
   [/\brm\s+-r?f?r?\s+\/run\/(?:libpod|containers)\b/, "podman's shared run folders"],
 ];
@@ -39,15 +45,19 @@ function sharedStateFindings(text: string): string[] {
     // a storage of the suite's own (--root) with podman's default tmpdir: podman keeps its alive file,
     // events and exit files there, shared with every other podman of the host
     if (/['"`\s]--root\b/.test(code) && /['"`\s]--runroot\b/.test(code) && !/['"`\s]--tmpdir\b/.test(code))
-      out.push(`${i + 1}: a storage of its own (--root/--runroot) needs a --tmpdir of its own: podman's default one is shared`);
+      out.push(
+        `${i + 1}: a storage of its own (--root/--runroot) needs a --tmpdir of its own: podman's default one is shared`,
+      );
   });
   return out;
 }
 
 // file: text on the line -> why it clears nothing shared
 const ALLOWED: Record<string, string> = {
-  "test/unit/registry.test.ts: containerId: 'abc; podman rm -af'": 'a hostile container ID the record reader must refuse: never run',
-  "test/unit/record-cli-words.test.ts: ['a separate storage', ['--root'": 'a row of podman options the record reader accepts: never run',
+  "test/unit/registry.test.ts: containerId: 'abc; podman rm -af'":
+    'a hostile container ID the record reader must refuse: never run',
+  "test/unit/record-cli-words.test.ts: ['a separate storage', ['--root'":
+    'a row of podman options the record reader accepts: never run',
   "test/docker.ts: docker(['ps', '-aq']": "the suite's own dockerd (its own socket and data root), removed with it",
   "test/e2e/docker.test.ts: docker(['ps', '-aq'])": "the suite's own dockerd (test/docker.ts)",
 };
@@ -82,9 +92,11 @@ describe('the suites share this host: none clears what the others hold', () => {
   });
 
   it('no test, script or CI step does', () => {
-    const files = [...walk('test'), ...walk('scripts'), ...(existsSync(join(ROOT, '.ci/run')) ? ['.ci/run'] : [])].filter(
-      (f) => f !== SELF && (/\.(?:ts|mjs|js|sh)$/.test(f) || basename(f) === 'run'),
-    );
+    const files = [
+      ...walk('test'),
+      ...walk('scripts'),
+      ...(existsSync(join(ROOT, '.ci/run')) ? ['.ci/run'] : []),
+    ].filter((f) => f !== SELF && (/\.(?:ts|mjs|js|sh)$/.test(f) || basename(f) === 'run'));
     expect(files.length).toBeGreaterThan(100);
     const found: string[] = [];
     for (const f of files) {
@@ -92,7 +104,8 @@ describe('the suites share this host: none clears what the others hold', () => {
       const lines = text.split('\n');
       for (const x of sharedStateFindings(text)) {
         const n = Number(x.split(':')[0]);
-        if (Object.keys(ALLOWED).some((k) => k.startsWith(`${f}: `) && lines[n - 1]!.includes(k.slice(f.length + 2)))) continue;
+        if (Object.keys(ALLOWED).some((k) => k.startsWith(`${f}: `) && lines[n - 1]!.includes(k.slice(f.length + 2))))
+          continue;
         found.push(`${f}:${x}`);
       }
     }

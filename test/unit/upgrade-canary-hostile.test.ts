@@ -25,22 +25,50 @@ type Lie = 'escapes' | 'nonsense' | 'huge' | 'empty' | 'oversized' | 'drip';
 function liar(kind: Lie) {
   const text = kind === 'escapes' ? `tok${E}` : kind === 'nonsense' ? 7 : 'tok';
   const usage =
-    kind === 'nonsense' ? { prompt_tokens: 'many', completion_tokens: -1 } : kind === 'huge' ? { prompt_tokens: 'HUGE', completion_tokens: 'HUGE' } : { prompt_tokens: 3, completion_tokens: 1 };
-  const choice = (i: number) => (kind === 'empty' ? [] : [{ index: 0, text, delta: { content: text }, finish_reason: i === 3 ? (kind === 'escapes' ? `stop${E}` : 'length') : null }]);
+    kind === 'nonsense'
+      ? { prompt_tokens: 'many', completion_tokens: -1 }
+      : kind === 'huge'
+        ? { prompt_tokens: 'HUGE', completion_tokens: 'HUGE' }
+        : { prompt_tokens: 3, completion_tokens: 1 };
+  const choice = (i: number) =>
+    kind === 'empty'
+      ? []
+      : [
+          {
+            index: 0,
+            text,
+            delta: { content: text },
+            finish_reason: i === 3 ? (kind === 'escapes' ? `stop${E}` : 'length') : null,
+          },
+        ];
   const chunk = (i: number) =>
-    JSON.stringify({ id: kind === 'escapes' ? `c${E}` : 'c', model: kind === 'escapes' ? `${MODEL}${E}` : MODEL, choices: choice(i), ...(i === 3 ? { usage } : {}) }).replace(/"HUGE"/g, '1e999');
+    JSON.stringify({
+      id: kind === 'escapes' ? `c${E}` : 'c',
+      model: kind === 'escapes' ? `${MODEL}${E}` : MODEL,
+      choices: choice(i),
+      ...(i === 3 ? { usage } : {}),
+    }).replace(/"HUGE"/g, '1e999');
   return (req: IncomingMessage, res: ServerResponse) => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
       const url = req.url ?? '';
-      const json = (v: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(v).replace(/"HUGE"/g, '1e999'));
+      const json = (v: unknown) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(v).replace(/"HUGE"/g, '1e999'));
       if (url.startsWith('/health')) return res.writeHead(200).end();
-      if (url.startsWith('/version')) return json({ version: kind === 'escapes' ? `0.11${E}` : kind === 'nonsense' ? 11 : '0.11.0' });
+      if (url.startsWith('/version'))
+        return json({ version: kind === 'escapes' ? `0.11${E}` : kind === 'nonsense' ? 11 : '0.11.0' });
       if (url.startsWith('/v1/models'))
         return json({
           object: 'list',
-          data: [{ id: kind === 'escapes' ? `${MODEL}${E}` : MODEL, object: 'model', max_model_len: kind === 'huge' ? 'HUGE' : kind === 'nonsense' ? 'long' : 4096, root: MODEL }],
+          data: [
+            {
+              id: kind === 'escapes' ? `${MODEL}${E}` : MODEL,
+              object: 'model',
+              max_model_len: kind === 'huge' ? 'HUGE' : kind === 'nonsense' ? 'long' : 4096,
+              root: MODEL,
+            },
+          ],
         });
       if (url.startsWith('/metrics')) {
         const v = kind === 'nonsense' ? 'NaN' : kind === 'huge' ? '+Inf' : '0';
@@ -86,7 +114,13 @@ const SETTINGS: MeasureSettings = {
   timeoutMs: 2000,
 };
 /** wide: the control must not fail on a loaded host's timing; the lies fail on answers, not on speed */
-const WIDE: Thresholds = { ttftRatio: 1000, tpotRatio: 1000, throughputRatio: 0.001, goldenSameVersion: 1, goldenOtherVersion: 0.6 };
+const WIDE: Thresholds = {
+  ttftRatio: 1000,
+  tpotRatio: 1000,
+  throughputRatio: 0.001,
+  goldenSameVersion: 1,
+  goldenOtherVersion: 0.6,
+};
 
 let sim: SimHandle;
 const liars: Partial<Record<Lie, { server: Server; url: string }>> = {};
@@ -118,7 +152,11 @@ describe("an upgrade's comparison against a canary that lies", () => {
       const cur = await measure(target(sim.url), '0.11.0', SETTINGS);
       const t = Date.now();
       // the drip is held only by the deadlines: shorter ones keep the file quick
-      const can = await measure(target(liars[kind]!.url), '0.11.0', kind === 'drip' ? { ...SETTINGS, timeoutMs: 700, probe: { ...SETTINGS.probe, timeoutMs: 700 } } : SETTINGS);
+      const can = await measure(
+        target(liars[kind]!.url),
+        '0.11.0',
+        kind === 'drip' ? { ...SETTINGS, timeoutMs: 700, probe: { ...SETTINGS.probe, timeoutMs: 700 } } : SETTINGS,
+      );
       // each request ends at its deadline or its bound: probe, golden, warm-up and bench, a few each
       expect(Date.now() - t).toBeLessThan(25_000);
       const v = judge(cur, can, WIDE);
@@ -127,7 +165,10 @@ describe("an upgrade's comparison against a canary that lies", () => {
       const raw = RAW.exec(said);
       expect(raw, `raw ${JSON.stringify(raw?.[0])} in ${JSON.stringify(said.slice(0, 600))}`).toBeNull();
       const nan = NOT_A_NUMBER.exec(said);
-      expect(nan, `${nan?.[0]} in ${nan ? JSON.stringify(said.slice(Math.max(0, nan.index - 120), nan.index + 40)) : ''}`).toBeNull();
+      expect(
+        nan,
+        `${nan?.[0]} in ${nan ? JSON.stringify(said.slice(Math.max(0, nan.index - 120), nan.index + 40)) : ''}`,
+      ).toBeNull();
       // bounded: a canary's words are quoted short
       expect(said.length).toBeLessThan(20_000);
     }, 40_000);

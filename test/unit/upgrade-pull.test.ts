@@ -9,7 +9,13 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyPullFailure, pullImage, pullWhy, type PullFailureKind, type PullResult } from '../../src/engine/runtime/image-pull.js';
+import {
+  classifyPullFailure,
+  pullImage,
+  pullWhy,
+  type PullFailureKind,
+  type PullResult,
+} from '../../src/engine/runtime/image-pull.js';
 import { candidateImage, nodesFailure, pullFailure, registryOf } from '../../src/upgrade/candidate-image.js';
 import type { RuntimeImages } from '../../src/engine/runtime/runtime.js';
 import { ExitCode, UsageError } from '../../src/errors.js';
@@ -49,16 +55,32 @@ describe('a failed pull, read from what the runtime said', () => {
       'Error: initializing source docker://r.corp/a:b: pinging container registry r.corp: Get "https://r.corp/v2/": x509: certificate signed by unknown authority',
       'unreachable',
     ],
-    ['docker: unknown tag', 'Error response from daemon: manifest for vllm/vllm-openai:v9.9.9 not found: manifest unknown: manifest unknown', 'not-found'],
+    [
+      'docker: unknown tag',
+      'Error response from daemon: manifest for vllm/vllm-openai:v9.9.9 not found: manifest unknown: manifest unknown',
+      'not-found',
+    ],
     [
       "docker: unknown repository (or no login): docker's one sentence for both",
       "Error response from daemon: pull access denied for novakjudi/af_nomad_test, repository does not exist or may require 'docker login': denied: requested access to the resource is denied",
       'denied',
     ],
-    ['docker: registry down', 'Error response from daemon: Get "https://127.0.0.1:5001/v2/": dial tcp 127.0.0.1:5001: connect: connection refused', 'unreachable'],
+    [
+      'docker: registry down',
+      'Error response from daemon: Get "https://127.0.0.1:5001/v2/": dial tcp 127.0.0.1:5001: connect: connection refused',
+      'unreachable',
+    ],
     ['docker: bad reference', 'invalid reference format: repository name must be lowercase', 'not-found'],
-    ['disk full while storing a layer', 'Error: writing blob: storing blob to file "/var/tmp/storage123/1": write /var/tmp/storage123/1: no space left on device', 'failed'],
-    ['a signature policy refusal', 'Error: Source image rejected: Running image docker://r/a:b is rejected by policy.', 'failed'],
+    [
+      'disk full while storing a layer',
+      'Error: writing blob: storing blob to file "/var/tmp/storage123/1": write /var/tmp/storage123/1: no space left on device',
+      'failed',
+    ],
+    [
+      'a signature policy refusal',
+      'Error: Source image rejected: Running image docker://r/a:b is rejected by policy.',
+      'failed',
+    ],
   ];
   it.each(rows)('%s', (_what, text, kind) => {
     expect(classifyPullFailure(text)).toBe(kind);
@@ -95,9 +117,26 @@ describe('a failure as the exit-code table wants it: the image, what was said, t
   ])('the registry of %s is %s', (ref, reg) => expect(registryOf(ref)).toBe(reg));
 
   it('nodes that could not be given the image: unreachable only when ssh could not read them', () => {
-    const n = (why: string) => ({ node: 'n2', address: '10.0.0.2', status: 'failed' as const, id: 'a'.repeat(64), bytes: 0, why });
-    expect(nodesFailure('r:1', [n('could not read the node: ssh: connect to host 10.0.0.2 port 22: Connection refused')], 2).exitCode).toBe(ExitCode.unreachable);
-    const disk = nodesFailure('r:1', [n('could not read the node: timeout'), n('not enough disk space in /var/lib/containers: the image needs 9 bytes, 1 free')], 3);
+    const n = (why: string) => ({
+      node: 'n2',
+      address: '10.0.0.2',
+      status: 'failed' as const,
+      id: 'a'.repeat(64),
+      bytes: 0,
+      why,
+    });
+    expect(
+      nodesFailure('r:1', [n('could not read the node: ssh: connect to host 10.0.0.2 port 22: Connection refused')], 2)
+        .exitCode,
+    ).toBe(ExitCode.unreachable);
+    const disk = nodesFailure(
+      'r:1',
+      [
+        n('could not read the node: timeout'),
+        n('not enough disk space in /var/lib/containers: the image needs 9 bytes, 1 free'),
+      ],
+      3,
+    );
     expect(disk.exitCode).toBe(ExitCode.launchFailed);
     expect(disk.message).toBe('--image r:1: 2 of 3 node(s) do not hold it');
     expect(disk.details.join('\n')).toMatch(/n2 \(10\.0\.0\.2\): not enough disk space/);
@@ -109,7 +148,10 @@ function fakeImages(here: boolean, pull: PullResult = { ok: true, ms: 5 }) {
   const asked: string[] = [];
   let present = here;
   const images: RuntimeImages = {
-    inspect: async (ref) => (asked.push(`inspect ${ref}`), present ? { stdout: `${'b'.repeat(64)} []` } : { error: `podman image inspect ${ref}: image not known` }),
+    inspect: async (ref) => (
+      asked.push(`inspect ${ref}`),
+      present ? { stdout: `${'b'.repeat(64)} []` } : { error: `podman image inspect ${ref}: image not known` }
+    ),
     pullCommand: (ref) => `podman pull ${ref}`,
     pull: async (ref, _a, o) => {
       asked.push(`pull ${ref} ${o.timeoutMs}`);
@@ -190,7 +232,13 @@ describe('the runtime pull: argv, progress, deadline', () => {
 
   it('ok: the argv is one array with the global flags first; each line passed on, escaped', async () => {
     const lines: string[] = [];
-    const r = await pullImage({ cli: 'podman', cliArgs: ['--root', '/r'], ref: 'r.io/a:2', timeoutMs: 10_000, onLine: (l) => lines.push(l) });
+    const r = await pullImage({
+      cli: 'podman',
+      cliArgs: ['--root', '/r'],
+      ref: 'r.io/a:2',
+      timeoutMs: 10_000,
+      onLine: (l) => lines.push(l),
+    });
     expect(r.ok).toBe(true);
     expect(readFileSync(join(bin, 'argv'), 'utf8').trim()).toBe('podman --root /r pull r.io/a:2');
     expect(lines).toEqual(['Trying to pull x...', 'Copying blob \\x1b[31mred']);
@@ -205,7 +253,11 @@ describe('the runtime pull: argv, progress, deadline', () => {
     process.env.HANG = '1';
     const r = await pullImage({ cli: 'podman', cliArgs: [], ref: 'r.io/a:2', timeoutMs: 500 });
     delete process.env.HANG;
-    expect(r).toMatchObject({ ok: false, kind: 'unreachable', why: 'no image after 1 s (the pull was ended at its deadline)' });
+    expect(r).toMatchObject({
+      ok: false,
+      kind: 'unreachable',
+      why: 'no image after 1 s (the pull was ended at its deadline)',
+    });
     const pid = Number(readFileSync(join(bin, 'pid'), 'utf8'));
     expect(existsSync(`/proc/${pid}`)).toBe(false);
   });

@@ -36,11 +36,20 @@ function standIn(name: string, host: Host, ownSlowdown = 1) {
       const json = (v: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(v));
       if (url.startsWith('/health')) return res.writeHead(200).end();
       if (url.startsWith('/version')) return json({ version: '0.17.1' });
-      if (url.startsWith('/v1/models')) return json({ object: 'list', data: [{ id: MODEL, object: 'model', max_model_len: 4096, root: MODEL }] });
-      if (url.startsWith('/metrics')) return res.writeHead(200, { 'content-type': 'text/plain' }).end('vllm:num_requests_running{model_name="m"} 0\nvllm:num_requests_waiting{model_name="m"} 0\n');
+      if (url.startsWith('/v1/models'))
+        return json({ object: 'list', data: [{ id: MODEL, object: 'model', max_model_len: 4096, root: MODEL }] });
+      if (url.startsWith('/metrics'))
+        return res
+          .writeHead(200, { 'content-type': 'text/plain' })
+          .end('vllm:num_requests_running{model_name="m"} 0\nvllm:num_requests_waiting{model_name="m"} 0\n');
       if (url.startsWith('/tokenize')) return json({ count: 3, max_model_len: 4096, tokens: [1, 2, 3] });
       if (url.startsWith('/v1/chat/completions'))
-        return json({ id: 'c', object: 'chat.completion', model: MODEL, choices: [{ index: 0, message: { role: 'assistant', content: 'red' }, finish_reason: 'length' }] });
+        return json({
+          id: 'c',
+          object: 'chat.completion',
+          model: MODEL,
+          choices: [{ index: 0, message: { role: 'assistant', content: 'red' }, finish_reason: 'length' }],
+        });
       if (!url.startsWith('/v1/completions')) return res.writeHead(404).end();
       let stream = false;
       try {
@@ -83,7 +92,12 @@ async function pair(host: Host, canarySlowdown = 1) {
     const s = createServer(standIn(name, host, slow));
     servers.push(s);
     await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-    return { name, url: `http://127.0.0.1:${(s.address() as AddressInfo).port}`, servedName: MODEL, engine: 'sim' as const };
+    return {
+      name,
+      url: `http://127.0.0.1:${(s.address() as AddressInfo).port}`,
+      servedName: MODEL,
+      engine: 'sim' as const,
+    };
   };
   return { cur: await up('current', 1), can: await up('canary', canarySlowdown) };
 }
@@ -138,7 +152,11 @@ describe("an upgrade's short bench, side by side in turns", () => {
     const host: Host = { streamed: [], burstAfter: Number.POSITIVE_INFINITY };
     const { cur } = await pair(host);
     const gone = { name: 'gone', url: 'http://127.0.0.1:1', servedName: MODEL, engine: 'sim' as const };
-    const m = await measureBoth(cur, '0.17.1', gone, '0.17.1', { ...SETTINGS, timeoutMs: 1000, probe: { ...SETTINGS.probe, timeoutMs: 1000 } });
+    const m = await measureBoth(cur, '0.17.1', gone, '0.17.1', {
+      ...SETTINGS,
+      timeoutMs: 1000,
+      probe: { ...SETTINGS.probe, timeoutMs: 1000 },
+    });
     expect(m.current.bench).toMatchObject({ requests: 8, failed: 0 });
     expect(m.candidate.bench).toMatchObject({ requests: 8, failed: 8 });
     const v = judge(m.current, m.candidate, DEFAULT_THRESHOLDS);

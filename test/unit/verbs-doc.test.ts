@@ -57,17 +57,25 @@ describe('docs/verbs.md', () => {
     }
   });
 
-  it.each([[[]], [['serve']], [['profiles', 'import']], [['gateway', 'up']], [['sim', 'serve']]])('the block for sparkctl %j --help is byte for byte what the real CLI prints', (words) => {
-    const real = execFileSync(process.execPath, [BIN, ...words, '--help'], { encoding: 'utf8' });
-    expect(block(words)).toBe(real.trimEnd());
-  });
+  it.each([[[]], [['serve']], [['profiles', 'import']], [['gateway', 'up']], [['sim', 'serve']]])(
+    'the block for sparkctl %j --help is byte for byte what the real CLI prints',
+    (words) => {
+      const real = execFileSync(process.execPath, [BIN, ...words, '--help'], { encoding: 'utf8' });
+      expect(block(words)).toBe(real.trimEnd());
+    },
+  );
 
   it('a duration flag shows its default in the duration syntax: a bare number there is seconds, so "5000" (ms) read as 5000 s', async () => {
     const { buildProgram } = (await import(join(ROOT, 'dist/cli.js'))) as { buildProgram: () => Command };
     const bad: string[] = [];
     const walk = (c: Command, path: string): void => {
       for (const o of c.options)
-        if (/<(duration|d)>/.test(o.flags) && typeof o.defaultValue === 'number' && o.defaultValueDescription === undefined) bad.push(`${path} ${o.flags} (default: ${o.defaultValue})`);
+        if (
+          /<(duration|d)>/.test(o.flags) &&
+          typeof o.defaultValue === 'number' &&
+          o.defaultValueDescription === undefined
+        )
+          bad.push(`${path} ${o.flags} (default: ${o.defaultValue})`);
       for (const s of c.commands) walk(s, `${path} ${s.name()}`);
     };
     walk(buildProgram(), 'sparkctl');
@@ -80,7 +88,9 @@ describe('docs/verbs.md', () => {
     const text = generated();
     expect(text).toContain('sparkctl serve qwen3.5-9b --dry-run');
     expect(await printedProblems(text)).toEqual([]);
-    expect(await printedProblems(`${text}\n  sparkctl serve x --no-such-flag`)).toEqual([expect.stringContaining('no flag --no-such-flag')]);
+    expect(await printedProblems(`${text}\n  sparkctl serve x --no-such-flag`)).toEqual([
+      expect.stringContaining('no flag --no-such-flag'),
+    ]);
   });
 
   it('every verb and sub-verb of the CLI has a reference block, and the summary table lists each verb once', () => {
@@ -95,7 +105,9 @@ describe('docs/verbs.md', () => {
       for (const s of subs) expect(block([v, s]), `${v} ${s}`).toBeDefined();
     }
     const table = PAGE.split('## What each verb does')[1]!.split('\n## ')[0]!;
-    const listed = [...table.matchAll(/^\| ((?:`[a-z][\w-]*`(?:, )?)+) \|/gm)].flatMap((m) => [...m[1]!.matchAll(/`([a-z][\w-]*)`/g)].map((x) => x[1]!));
+    const listed = [...table.matchAll(/^\| ((?:`[a-z][\w-]*`(?:, )?)+) \|/gm)].flatMap((m) =>
+      [...m[1]!.matchAll(/`([a-z][\w-]*)`/g)].map((x) => x[1]!),
+    );
     expect(listed.sort(), 'each verb once').toEqual([...new Set(verbs)].sort());
   });
 });

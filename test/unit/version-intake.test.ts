@@ -14,8 +14,28 @@ import { tempDir, rmrf, processesWithEnv, waitFor } from '../helpers.js';
 
 const d = tempDir('sparkctl-versions-');
 afterAll(() => rmrf(d));
-const HOSTILE = ['0.17.0; touch /tmp/x #', '0.17.0 && id', '0.17.0$(id)', '0.17.0`id`', "0.17.0'", '0.17.0\nx', '0.17.0 ', 'v0.17.0', '0.17.0.x-y z', '', '0.17.0#'];
-const GOOD = ['0.17.0', '0.17', '0.10.1rc1', '0.27.2.dev0+g6adad0876', '0.27.2.dev0+g6adad0876.cpu', '1!2.0', '0.11.0.post1'];
+const HOSTILE = [
+  '0.17.0; touch /tmp/x #',
+  '0.17.0 && id',
+  '0.17.0$(id)',
+  '0.17.0`id`',
+  "0.17.0'",
+  '0.17.0\nx',
+  '0.17.0 ',
+  'v0.17.0',
+  '0.17.0.x-y z',
+  '',
+  '0.17.0#',
+];
+const GOOD = [
+  '0.17.0',
+  '0.17',
+  '0.10.1rc1',
+  '0.27.2.dev0+g6adad0876',
+  '0.27.2.dev0+g6adad0876.cpu',
+  '1!2.0',
+  '0.11.0.post1',
+];
 
 /** A Python console script (what pip installs) that prints `out` for --version. */
 function script(name: string, body: string): string {
@@ -60,7 +80,10 @@ describe('a version enters only as strict PEP 440', () => {
     const ok = script('cached', "print('0.25.0')");
     const cacheFile = join(d, 'cache.json');
     const { statSync } = await import('node:fs');
-    writeFileSync(cacheFile, JSON.stringify({ [ok]: { mtimeMs: statSync(ok).mtimeMs, version: '0.17.0; touch /tmp/x #' } }));
+    writeFileSync(
+      cacheFile,
+      JSON.stringify({ [ok]: { mtimeMs: statSync(ok).mtimeMs, version: '0.17.0; touch /tmp/x #' } }),
+    );
     const r = await installedVllm(ok, { cacheFile, timeoutMs: 10_000 });
     expect(r).toMatchObject({ version: '0.25.0', source: '--version' });
   });
@@ -68,7 +91,9 @@ describe('a version enters only as strict PEP 440', () => {
   it('an image label that is not a version is none', () => {
     expect(asVersion('0.17.0; touch /tmp/x #')).toBeUndefined();
     expect(versionFromLabels({ 'com.nvidia.vllm.version': '0.10.2+9dd9ca32' })).toEqual({ version: '0.10.2+9dd9ca32' });
-    expect(versionFromLabels({ 'com.nvidia.vllm.version': '0.10.2 $(id)' })).toMatchObject({ why: expect.stringContaining('not a version') });
+    expect(versionFromLabels({ 'com.nvidia.vllm.version': '0.10.2 $(id)' })).toMatchObject({
+      why: expect.stringContaining('not a version'),
+    });
   });
 });
 

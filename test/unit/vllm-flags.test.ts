@@ -16,7 +16,8 @@ describe("vLLM's flag facts, read from the generated tables", () => {
   });
 
   it('--no-* booleans exist in 0.9', () => {
-    for (const f of ['--no-enable-prefix-caching', '--no-enable-chunked-prefill']) expect(optionStatus('0.9.0', f)).toBe('yes');
+    for (const f of ['--no-enable-prefix-caching', '--no-enable-chunked-prefill'])
+      expect(optionStatus('0.9.0', f)).toBe('yes');
   });
 
   it('--enable-log-requests from 0.10.1', () => {
@@ -49,7 +50,8 @@ describe("vLLM's flag facts, read from the generated tables", () => {
   });
 
   it('kv-cache-dtype bfloat16 is rejected by 0.10 and 0.11, accepted from 0.12', () => {
-    for (const v of ['0.10.0', '0.11.0', '0.11.2']) expect(errs(['--kv-cache-dtype', 'bfloat16'], v)[0]!.fix).toMatch(/one of: auto, fp8/);
+    for (const v of ['0.10.0', '0.11.0', '0.11.2'])
+      expect(errs(['--kv-cache-dtype', 'bfloat16'], v)[0]!.fix).toMatch(/one of: auto, fp8/);
     expect(errs(['--kv-cache-dtype', 'bfloat16'], '0.12.0')).toEqual([]);
     expect(valueStatus('0.11.5', '--kv-cache-dtype', 'bfloat16')).toBe('no');
     expect(valueStatus('0.13.0', '--kv-cache-dtype', 'bfloat16')).toBe('yes');
@@ -84,19 +86,26 @@ describe("vLLM's flag facts, read from the generated tables", () => {
 
 describe('every shipped profile rendered at every version in the facts', () => {
   const names = listProfiles().map((p) => p.name);
-  it.each(names.flatMap((n) => FACT_VERSIONS.map((v) => [n, v] as const)))('%s at vLLM %s: every flag and value checked', (name, v) => {
-    const p = loadProfile(name, { sets: [`engine.vllmVersion="${v}"`] }).profile;
-    const args = vllmArgs(p);
-    // every option the renderer emits is one this version has
-    for (const a of args.filter((x) => x.startsWith('--'))) expect([`${a} at ${v}`, optionStatus(v, a.split('=')[0]!)]).not.toContain('no');
-    const errors = checkRendered(p).filter((x) => x.severity === 'error');
-    // What a shipped profile asks that an older vLLM lacks, by the version tables: the qwen3_coder tool
-    // parser before 0.10; the Spark profiles' models need newer ones (gpt-oss's MXFP4 and its parsers
-    // from 0.10.1, NVFP4 from 0.10, the nemotron_v3 reasoning parser from 0.25 in the tables): rendered
-    // for an older vLLM, the check names exactly those, and nothing else.
-    const expected = [...(OLDER_VLLM_LACKS[name]?.[v] ?? []), ...(p.engine.toolCallParser === 'qwen3_coder' && v === '0.9.0' ? ['--tool-call-parser qwen3_coder'] : [])];
-    expect(errors.map((e) => `${e.flag} ${e.value ?? ''}`.trim()).sort()).toEqual(expected.sort());
-  });
+  it.each(names.flatMap((n) => FACT_VERSIONS.map((v) => [n, v] as const)))(
+    '%s at vLLM %s: every flag and value checked',
+    (name, v) => {
+      const p = loadProfile(name, { sets: [`engine.vllmVersion="${v}"`] }).profile;
+      const args = vllmArgs(p);
+      // every option the renderer emits is one this version has
+      for (const a of args.filter((x) => x.startsWith('--')))
+        expect([`${a} at ${v}`, optionStatus(v, a.split('=')[0]!)]).not.toContain('no');
+      const errors = checkRendered(p).filter((x) => x.severity === 'error');
+      // What a shipped profile asks that an older vLLM lacks, by the version tables: the qwen3_coder tool
+      // parser before 0.10; the Spark profiles' models need newer ones (gpt-oss's MXFP4 and its parsers
+      // from 0.10.1, NVFP4 from 0.10, the nemotron_v3 reasoning parser from 0.25 in the tables): rendered
+      // for an older vLLM, the check names exactly those, and nothing else.
+      const expected = [
+        ...(OLDER_VLLM_LACKS[name]?.[v] ?? []),
+        ...(p.engine.toolCallParser === 'qwen3_coder' && v === '0.9.0' ? ['--tool-call-parser qwen3_coder'] : []),
+      ];
+      expect(errors.map((e) => `${e.flag} ${e.value ?? ''}`.trim()).sort()).toEqual(expected.sort());
+    },
+  );
 });
 
 const GPT_OSS_LACKS = ['--quantization mxfp4', '--reasoning-parser openai_gptoss', '--tool-call-parser openai'];
@@ -105,7 +114,9 @@ const OLDER_VLLM_LACKS: Record<string, Record<string, string[]>> = {
   'gpt-oss-120b-2spark': { '0.9.0': GPT_OSS_LACKS, '0.10.0': GPT_OSS_LACKS },
   'nemotron-3-nano-spark': {
     '0.9.0': ['--quantization modelopt_fp4', '--reasoning-parser nemotron_v3'],
-    ...Object.fromEntries(['0.10.0', '0.11.0', '0.12.0', '0.16.0', '0.17.0'].map((v) => [v, ['--reasoning-parser nemotron_v3']])),
+    ...Object.fromEntries(
+      ['0.10.0', '0.11.0', '0.12.0', '0.16.0', '0.17.0'].map((v) => [v, ['--reasoning-parser nemotron_v3']]),
+    ),
   },
   'qwen3.5-122b-nvfp4-spark': { '0.9.0': ['--quantization modelopt_fp4'] },
 };
@@ -113,7 +124,10 @@ const OLDER_VLLM_LACKS: Record<string, Record<string, string[]>> = {
 describe('every shipped profile: nothing exposed by default (never-harm part 4, item 14)', () => {
   it.each(listProfiles().map((x) => x.name))('%s listens on loopback, or asks for a key', (name) => {
     const p = loadProfile(name).profile;
-    expect(isLoopback(p.server.host) || !!p.server.apiKeyEnv, `${name}: server.host ${p.server.host} without server.apiKeyEnv: serve refuses it`).toBe(true);
+    expect(
+      isLoopback(p.server.host) || !!p.server.apiKeyEnv,
+      `${name}: server.host ${p.server.host} without server.apiKeyEnv: serve refuses it`,
+    ).toBe(true);
   });
 });
 

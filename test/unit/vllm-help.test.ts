@@ -4,7 +4,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseHelpAll, entryOf, readDeprecation, splitDefault, optionName, defaultKey, splitInvocation, HELP_LIMITS } from '../../src/profiles/vllm-help.js';
+import {
+  parseHelpAll,
+  entryOf,
+  readDeprecation,
+  splitDefault,
+  optionName,
+  defaultKey,
+  splitInvocation,
+  HELP_LIMITS,
+} from '../../src/profiles/vllm-help.js';
 import { CAPTURED_HELP } from '../../src/sim/help-capture.js';
 import { simHelpAll, DEFAULTS_BY_VERSION } from '../../src/sim/help.js';
 import { optionsAcceptedBy } from '../../src/profiles/vllm-flags.js';
@@ -42,7 +51,10 @@ describe('the real 0.27.2 --help=all', () => {
     expect(e.default).toBe(def);
   });
   it('metavars holding ", " (a choices list) do not split an option', () => {
-    expect(entryOf(t, '--distributed-executor-backend')).toMatchObject({ names: ['--distributed-executor-backend'], default: 'None' });
+    expect(entryOf(t, '--distributed-executor-backend')).toMatchObject({
+      names: ['--distributed-executor-backend'],
+      default: 'None',
+    });
     expect(entryOf(t, '--tokenizer-mode')?.default).toBe('auto');
   });
   it("the one replacement its help text names: dcp_kv_cache_interleave_size -> --cp-kv-cache-interleave-size, in vLLM's words", () => {
@@ -65,11 +77,19 @@ describe('the real 0.27.2 --help=all', () => {
 describe('deprecation and replacement texts', () => {
   it.each([
     ['[DEPRECATED] Disable logging requests.', ['--disable-log-requests'], { deprecated: true, replacedBy: undefined }],
-    ['x_y has been replaced by a_b, and will be deprecated later.', ['--x-y'], { deprecated: true, replacedBy: '--a-b' }],
+    [
+      'x_y has been replaced by a_b, and will be deprecated later.',
+      ['--x-y'],
+      { deprecated: true, replacedBy: '--a-b' },
+    ],
     ['Deprecated: please use --new-flag instead.', ['--old'], { deprecated: true, replacedBy: '--new-flag' }],
     ['This option is renamed to `--max-num-seqs`.', ['--old'], { deprecated: true, replacedBy: '--max-num-seqs' }],
     ['Use --foo-bar instead.', ['--old'], { deprecated: true, replacedBy: '--foo-bar' }],
-    ['It is deprecated in favor of --speculative-config.', ['--old'], { deprecated: true, replacedBy: '--speculative-config' }],
+    [
+      'It is deprecated in favor of --speculative-config.',
+      ['--old'],
+      { deprecated: true, replacedBy: '--speculative-config' },
+    ],
     // an English word after "replaced by" is no option name
     ['The value is replaced by default when unset.', ['--x'], { deprecated: false, replacedBy: undefined }],
     ['Use the model name instead.', ['--x'], { deprecated: false, replacedBy: undefined }],
@@ -92,8 +112,11 @@ describe('deprecation and replacement texts', () => {
     ['Text. (default: )', 'Text.', ''],
     ['Text (see x). More', 'Text (see x). More', undefined],
     ["Text. (default: ['a', 'b'])", 'Text.', "['a', 'b']"],
-  ])('splitDefault(%s)', (h, help, def) => expect(splitDefault(h)).toEqual({ help, ...(def !== undefined ? { default: def } : {}) }));
-  it('defaults compare without spacing (a wrapped line may split one)', () => expect(defaultKey("['a',  'b']")).toBe(defaultKey("['a','b']")));
+  ])('splitDefault(%s)', (h, help, def) =>
+    expect(splitDefault(h)).toEqual({ help, ...(def !== undefined ? { default: def } : {}) }),
+  );
+  it('defaults compare without spacing (a wrapped line may split one)', () =>
+    expect(defaultKey("['a',  'b']")).toBe(defaultKey("['a','b']")));
 });
 
 describe('hostile text', () => {
@@ -107,7 +130,8 @@ describe('hostile text', () => {
     expect(t.entries).toEqual([]);
     expect(t.findings.join(' ')).toContain('no option found');
   });
-  it('not a string: a finding', () => expect(parseHelpAll(undefined as unknown as string).findings[0]).toContain('no option found'));
+  it('not a string: a finding', () =>
+    expect(parseHelpAll(undefined as unknown as string).findings[0]).toContain('no option found'));
   it('ANSI colours and CRLF are dropped', () => {
     const t = parseHelpAll('options:\r\n  \x1b[1m--x X\x1b[0m     Help. (default: 3)\r\n');
     expect(t.entries).toEqual([expect.objectContaining({ names: ['--x'], default: '3' })]);
@@ -123,7 +147,9 @@ describe('hostile text', () => {
     expect(t.findings.join(' ')).toContain('not option names');
   });
   // the split of an option line was a backtracking regex: 20,000 trailing spaces took 9 s, 400,000 did not end in 30 s
-  it('option lines ending in a long run of spaces (the whole 2 MiB): parsed in one pass, the long lines cut and said', { timeout: 20_000 }, () => {
+  it('option lines ending in a long run of spaces (the whole 2 MiB): parsed in one pass, the long lines cut and said', {
+    timeout: 20_000,
+  }, () => {
     const hostile = `options:\n  --x X     Help. (default: 1)\n  --y${' '.repeat(400_000)}\n  --z${' '.repeat(HELP_LIMITS.bytes)}`;
     const t = parseHelpAll(hostile);
     expect(t.entries.map((e) => e.names[0])).toEqual(['--x', '--y', '--z']);
@@ -146,7 +172,8 @@ describe('hostile text', () => {
 });
 
 describe("the simulator's --help=all", () => {
-  it('its text is the fixture, byte for byte (generated by scripts/gen-sim-help.mjs)', () => expect(CAPTURED_HELP).toBe(REAL));
+  it('its text is the fixture, byte for byte (generated by scripts/gen-sim-help.mjs)', () =>
+    expect(CAPTURED_HELP).toBe(REAL));
   it('0.28.0 (the capture is its commit, 6adad0876) answers the real text, less the log line before it', () => {
     expect(`${simHelpAll('0.28.0')}`).toBe(REAL.slice(REAL.indexOf('usage:')));
   });

@@ -16,7 +16,8 @@ async function fake(models: unknown, health = 200): Promise<{ url: string; port:
   const s = createServer((req, res) => {
     hits++;
     if (req.url === '/health') return res.writeHead(health).end();
-    if (req.url === '/v1/models') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(models));
+    if (req.url === '/v1/models')
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(models));
     res.writeHead(404).end();
   });
   servers.push(s);
@@ -61,7 +62,12 @@ describe('waitReady', () => {
   it('ours once our process holds the socket', async () => {
     const s = await fake(listing('Qwen/Qwen3.5-9B'));
     let calls = 0;
-    const r = await waitReady({ url: s.url, servedName: 'Qwen/Qwen3.5-9B', deadlineMs: 10_000, ours: () => ++calls >= 3 });
+    const r = await waitReady({
+      url: s.url,
+      servedName: 'Qwen/Qwen3.5-9B',
+      deadlineMs: 10_000,
+      ours: () => ++calls >= 3,
+    });
     expect(r.ok).toBe(true);
     expect(calls).toBe(3);
   });
@@ -87,7 +93,13 @@ describe('waitReady', () => {
 
   it('a quiet log past the stall limit: stalled', async () => {
     const port = await freePort();
-    const r = await waitReady({ url: `http://127.0.0.1:${port}`, servedName: 'm', deadlineMs: 60_000, stallMs: 1000, quietMs: () => 5000 });
+    const r = await waitReady({
+      url: `http://127.0.0.1:${port}`,
+      servedName: 'm',
+      deadlineMs: 60_000,
+      stallMs: 1000,
+      quietMs: () => 5000,
+    });
     expect(r).toMatchObject({ ok: false, reason: 'stalled' });
     expect(!r.ok && r.detail).toMatch(/no log output for 5 s \(stall timeout\)/);
   });
@@ -96,7 +108,15 @@ describe('waitReady', () => {
     const port = await freePort();
     let rounds = 0;
     const hung = () => (++rounds >= 3 ? 'stopped at a known hang: Ray cannot place the workers' : undefined);
-    const r = await waitReady({ url: `http://127.0.0.1:${port}`, servedName: 'm', deadlineMs: 60_000, stallMs: 600_000, quietMs: () => 0, hung, pollMs: 10 });
+    const r = await waitReady({
+      url: `http://127.0.0.1:${port}`,
+      servedName: 'm',
+      deadlineMs: 60_000,
+      stallMs: 600_000,
+      quietMs: () => 0,
+      hung,
+      pollMs: 10,
+    });
     expect(r).toMatchObject({ ok: false, reason: 'stalled', detail: /Ray cannot place the workers/ });
     expect(rounds).toBe(3);
   });
@@ -105,7 +125,13 @@ describe('waitReady', () => {
     const port = await freePort();
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 200);
-    const r = await waitReady({ url: `http://127.0.0.1:${port}`, servedName: 'm', deadlineMs: 600_000, signal: ac.signal, pollMs: 60_000 });
+    const r = await waitReady({
+      url: `http://127.0.0.1:${port}`,
+      servedName: 'm',
+      deadlineMs: 600_000,
+      signal: ac.signal,
+      pollMs: 60_000,
+    });
     expect(r).toMatchObject({ ok: false, reason: 'interrupted' });
   });
 });

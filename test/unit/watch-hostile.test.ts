@@ -53,17 +53,47 @@ const flood: Answer = (res) => {
 /** [name, /health, /metrics, the verdict must be, why must say] */
 const CASES: Array<[string, Answer, Answer, 'healthy' | 'unknown', RegExp | undefined]> = [
   ['an honest idle server (the control)', text(''), text(exposition()), 'healthy', undefined],
-  ['escape sequences in label values (numbers sound)', text(''), text(exposition({ label: `m${E.replace(/[\r\n]/g, '')}` })), 'healthy', undefined],
-  ['NaN counters', text(''), text(exposition({ running: 'NaN', waiting: 'NaN', gen: 'NaN' })), 'unknown', /says what no server has: vllm:num_requests_running "NaN"/],
-  ['+Inf requests waiting', text(''), text(exposition({ waiting: '+Inf' })), 'unknown', /vllm:num_requests_waiting "\+Inf"/],
+  [
+    'escape sequences in label values (numbers sound)',
+    text(''),
+    text(exposition({ label: `m${E.replace(/[\r\n]/g, '')}` })),
+    'healthy',
+    undefined,
+  ],
+  [
+    'NaN counters',
+    text(''),
+    text(exposition({ running: 'NaN', waiting: 'NaN', gen: 'NaN' })),
+    'unknown',
+    /says what no server has: vllm:num_requests_running "NaN"/,
+  ],
+  [
+    '+Inf requests waiting',
+    text(''),
+    text(exposition({ waiting: '+Inf' })),
+    'unknown',
+    /vllm:num_requests_waiting "\+Inf"/,
+  ],
   ['a negative counter', text(''), text(exposition({ gen: '-5' })), 'unknown', /vllm:generation_tokens_total "-5"/],
   ['a KV share past 1', text(''), text(exposition({ kv: '7' })), 'unknown', /vllm:kv_cache_usage_perc "7"/],
   ['a word for a value', text(''), text(exposition({ running: 'many' })), 'unknown', /vllm:num_requests_running "NaN"/],
   ['an HTML page', text(''), text('<html><body>It works!</body></html>\n'), 'unknown', /no vLLM metric in it/],
   ['an empty answer', text(''), text(''), 'unknown', /no vLLM metric in it/],
-  ["another program's metrics", text(''), text('# TYPE go_goroutines gauge\ngo_goroutines 12\n'), 'unknown', /no vLLM metric in it/],
+  [
+    "another program's metrics",
+    text(''),
+    text('# TYPE go_goroutines gauge\ngo_goroutines 12\n'),
+    'unknown',
+    /no vLLM metric in it/,
+  ],
   ['a 500', text(''), text('oops', 500), 'unknown', /HTTP 500/],
-  ['an exposition past the size bound, sent for ever', text(''), flood, 'unknown', /unreadable: .*(larger|more than|too large|bound|MiB|bytes)/i],
+  [
+    'an exposition past the size bound, sent for ever',
+    text(''),
+    flood,
+    'unknown',
+    /unreadable: .*(larger|more than|too large|bound|MiB|bytes)/i,
+  ],
   ['a slow drip', text(''), drip, 'unknown', /unreadable: no answer within 800 ms/],
 ];
 
@@ -71,7 +101,13 @@ const servers: Server[] = [];
 const urls: string[] = [];
 beforeAll(async () => {
   for (const [, health, metrics] of CASES) {
-    const s = createServer((req, res) => (req.url?.startsWith('/health') ? health(res) : req.url?.startsWith('/metrics') ? metrics(res) : text('', 404)(res)));
+    const s = createServer((req, res) =>
+      req.url?.startsWith('/health')
+        ? health(res)
+        : req.url?.startsWith('/metrics')
+          ? metrics(res)
+          : text('', 404)(res),
+    );
     await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
     servers.push(s);
     urls.push(`http://127.0.0.1:${(s.address() as AddressInfo).port}`);

@@ -9,14 +9,29 @@ import { judge, type Owner, type Reading } from '../../src/watch/verdict.js';
 
 const inst = { name: 'qwen-0', profile: 'qwen', readyAt: '2026-12-04T03:00:00.000Z' } as never;
 const T0 = Date.parse('2026-12-04T03:00:00Z');
-const frozenM = { running: 2, waiting: 1, kv: 0.3, generation: 900, prompt: 4000, preemptions: 0, iterations: 300, prefills: 20, finished: 18 };
+const frozenM = {
+  running: 2,
+  waiting: 1,
+  kv: 0.3,
+  generation: 900,
+  prompt: 4000,
+  preemptions: 0,
+  iterations: 300,
+  prefills: 20,
+  finished: 18,
+};
 
 /** 20 readings 5 s apart: the last `shape` of them as given, with `owner` on every one. */
 function readings(shape: 'dead' | 'wedged', owner: Owner | undefined): Reading[] {
   return Array.from({ length: 20 }, (_, i) => {
     const base: Reading = { at: T0 + i * 5000, process: 'alive', health: 'ok', metrics: frozenM, owner };
     if (shape === 'dead') return { ...base, process: 'gone', health: 'unreachable', metrics: undefined };
-    return { ...base, process: 'stopped', processDetail: 'VLLM::EngineCor pid 42', probe: { ok: false, ms: 3000, detail: 'no token' } };
+    return {
+      ...base,
+      process: 'stopped',
+      processDetail: 'VLLM::EngineCor pid 42',
+      probe: { ok: false, ms: 3000, detail: 'no token' },
+    };
   });
 }
 
@@ -29,11 +44,36 @@ const cases: Array<{
   owner: Owner | undefined;
   verdict: string;
 }> = [
-  { name: "the gateway's keeper is starting the profile (on demand)", states: { qwen: 'starting' }, owner: { by: 'gateway', state: 'starting' }, verdict: 'loading' },
-  { name: "the gateway's keeper is evicting it", states: { qwen: 'evicting' }, owner: { by: 'gateway', state: 'evicting' }, verdict: 'draining' },
-  { name: "the gateway's keeper holds it asleep", states: { qwen: 'sleeping' }, owner: { by: 'gateway', state: 'sleeping' }, verdict: 'sleeping' },
-  { name: "the gateway's HAProxy holds it in maint (asleep or waking)", gateway: { 'qwen-0': 'maint' }, owner: { by: 'gateway', state: 'sleeping' }, verdict: 'sleeping' },
-  { name: "the gateway's HAProxy drains it (stopping)", gateway: { 'qwen-0': 'drain' }, owner: { by: 'gateway', state: 'stopping' }, verdict: 'draining' },
+  {
+    name: "the gateway's keeper is starting the profile (on demand)",
+    states: { qwen: 'starting' },
+    owner: { by: 'gateway', state: 'starting' },
+    verdict: 'loading',
+  },
+  {
+    name: "the gateway's keeper is evicting it",
+    states: { qwen: 'evicting' },
+    owner: { by: 'gateway', state: 'evicting' },
+    verdict: 'draining',
+  },
+  {
+    name: "the gateway's keeper holds it asleep",
+    states: { qwen: 'sleeping' },
+    owner: { by: 'gateway', state: 'sleeping' },
+    verdict: 'sleeping',
+  },
+  {
+    name: "the gateway's HAProxy holds it in maint (asleep or waking)",
+    gateway: { 'qwen-0': 'maint' },
+    owner: { by: 'gateway', state: 'sleeping' },
+    verdict: 'sleeping',
+  },
+  {
+    name: "the gateway's HAProxy drains it (stopping)",
+    gateway: { 'qwen-0': 'drain' },
+    owner: { by: 'gateway', state: 'stopping' },
+    verdict: 'draining',
+  },
   {
     name: 'the keeper\'s word wins over its HAProxy ("evicting" while HAProxy shows drain)',
     states: { qwen: 'evicting' },
@@ -41,7 +81,12 @@ const cases: Array<{
     owner: { by: 'gateway', state: 'evicting' },
     verdict: 'draining',
   },
-  { name: 'its router holds it in drain (a rolling restart)', router: { 'qwen-0': 'drain' }, owner: { by: 'router', state: 'drain' }, verdict: 'draining' },
+  {
+    name: 'its router holds it in drain (a rolling restart)',
+    router: { 'qwen-0': 'drain' },
+    owner: { by: 'router', state: 'drain' },
+    verdict: 'draining',
+  },
   { name: 'serve has not made it ready', ready: false, owner: { by: 'serve', state: 'loading' }, verdict: 'loading' },
 ];
 

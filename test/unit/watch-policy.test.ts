@@ -13,7 +13,8 @@ const NOW = Date.parse('2026-12-04T03:00:00Z');
 
 describe('decide', () => {
   it('acts only on dead and wedged servers', () => {
-    for (const v of VERDICTS) expect(decide(v, { restarts: [] }, P, NOW).do).toBe(v === 'dead' || v === 'wedged' ? 'restart' : 'nothing');
+    for (const v of VERDICTS)
+      expect(decide(v, { restarts: [] }, P, NOW).do).toBe(v === 'dead' || v === 'wedged' ? 'restart' : 'nothing');
   });
   it('watch.action alert or none: never a restart', () => {
     expect(decide('wedged', { restarts: [] }, { ...P, action: 'alert' }, NOW).do).toBe('alert');
@@ -33,13 +34,18 @@ describe('decide', () => {
     expect(d.why).toContain('3 restarts in the last 30 min');
     expect(decide('wedged', { ...mem, circuitOpenSince: NOW }, P, NOW + 3_600_000).do).toBe('nothing');
     // restarts older than the window do not count
-    expect(decide('wedged', { restarts: [NOW - 40 * 60_000, NOW - 35 * 60_000, NOW - 31 * 60_000] }, P, NOW).do).toBe('restart');
+    expect(decide('wedged', { restarts: [NOW - 40 * 60_000, NOW - 35 * 60_000, NOW - 31 * 60_000] }, P, NOW).do).toBe(
+      'restart',
+    );
   });
 });
 
 describe('flags over the watch: block', () => {
   it('override, and a bad value names the flag', () => {
-    expect(policyWith({ windowSeconds: 60, action: 'alert' }, { interval: 5000, window: 30 })).toMatchObject({ windowSeconds: 30, action: 'alert' });
+    expect(policyWith({ windowSeconds: 60, action: 'alert' }, { interval: 5000, window: 30 })).toMatchObject({
+      windowSeconds: 30,
+      action: 'alert',
+    });
     expect(policyWith({}, { interval: 5000, restartWindow: 600 }).circuitWindowMinutes).toBe(10);
     expect(() => policyWith({}, { interval: 5000, window: 1 })).toThrow(/--window: .*5/);
     expect(() => policyWith({}, { interval: 5000, maxRestarts: 0 })).toThrow(/--max-restarts/);

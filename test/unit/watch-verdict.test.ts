@@ -8,15 +8,41 @@ import { engineNumbers, moved, type EngineNumbers } from '../../src/watch/signal
 import { DEFAULT_POLICY, judge, windowOf, type Reading, type Verdict } from '../../src/watch/verdict.js';
 
 const T0 = Date.parse('2026-12-04T03:00:00Z');
-const idle: EngineNumbers = { running: 0, waiting: 0, kv: 0, generation: 100, prompt: 500, preemptions: 0, iterations: 50, prefills: 10, finished: 10 };
+const idle: EngineNumbers = {
+  running: 0,
+  waiting: 0,
+  kv: 0,
+  generation: 100,
+  prompt: 500,
+  preemptions: 0,
+  iterations: 50,
+  prefills: 10,
+  finished: 10,
+};
 
 /** One reading every `every` s from T0, each tick's numbers from `at(i)` on top of `idle`. */
-function seq(n: number, at: (i: number) => Partial<EngineNumbers>, extra: (i: number) => Partial<Reading> = () => ({}), every = 5): Reading[] {
-  return Array.from({ length: n }, (_, i) => ({ at: T0 + i * every * 1000, process: 'alive' as const, health: 'ok' as const, metrics: { ...idle, ...at(i) }, ...extra(i) }));
+function seq(
+  n: number,
+  at: (i: number) => Partial<EngineNumbers>,
+  extra: (i: number) => Partial<Reading> = () => ({}),
+  every = 5,
+): Reading[] {
+  return Array.from({ length: n }, (_, i) => ({
+    at: T0 + i * every * 1000,
+    process: 'alive' as const,
+    health: 'ok' as const,
+    metrics: { ...idle, ...at(i) },
+    ...extra(i),
+  }));
 }
 const last = (rs: Reading[], r: Partial<Reading>) => [...rs.slice(0, -1), { ...rs[rs.length - 1]!, ...r }];
 const decoding = (i: number) => ({ running: 2, generation: 100 + 40 * i, iterations: 50 + 20 * i, kv: 0.1 });
-const frozen = (i: number) => ({ running: 2, generation: i < 2 ? 100 + 40 * i : 140, iterations: i < 2 ? 50 + 20 * i : 70, kv: 0.1 });
+const frozen = (i: number) => ({
+  running: 2,
+  generation: i < 2 ? 100 + 40 * i : 140,
+  iterations: i < 2 ? 50 + 20 * i : 70,
+  kv: 0.1,
+});
 const failed = { ok: false, ms: 10_000, detail: 'no token in 10 s' };
 const answered = { ok: true, ms: 800, detail: '1 token in 800 ms' };
 
@@ -33,13 +59,38 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
     verdict: 'healthy',
   },
   { name: 'decoding', rs: seq(6, decoding), verdict: 'busy' },
-  { name: 'queue moving: saturated', rs: seq(6, (i) => ({ ...decoding(i), running: 8, waiting: 12 })), verdict: 'saturated' },
+  {
+    name: 'queue moving: saturated',
+    rs: seq(6, (i) => ({ ...decoding(i), running: 8, waiting: 12 })),
+    verdict: 'saturated',
+  },
   { name: 'KV cache full, moving: saturated', rs: seq(6, (i) => ({ ...decoding(i), kv: 0.97 })), verdict: 'saturated' },
-  { name: 'preemptions in the window: preempting', rs: seq(6, (i) => ({ ...decoding(i), waiting: 3, preemptions: i > 3 ? 2 : 0 })), verdict: 'preempting', evidence: ['vllm:num_preemptions_total'] },
+  {
+    name: 'preemptions in the window: preempting',
+    rs: seq(6, (i) => ({ ...decoding(i), waiting: 3, preemptions: i > 3 ? 2 : 0 })),
+    verdict: 'preempting',
+    evidence: ['vllm:num_preemptions_total'],
+  },
   { name: 'frozen 15 s of a 20 s window: busy, no probe yet', rs: seq(5, frozen), verdict: 'busy', wantProbe: false },
-  { name: 'frozen past the window, no probe: probe first', rs: seq(8, frozen), verdict: 'busy', wantProbe: true, evidence: ['frozen'] },
-  { name: 'frozen past the window, probe unanswered: wedged', rs: last(seq(8, frozen), { probe: failed }), verdict: 'wedged', evidence: ['frozen', 'probe', 'vllm:generation_tokens_total'] },
-  { name: 'frozen past the window, probe answered: busy (a long step)', rs: last(seq(8, frozen), { probe: answered }), verdict: 'busy', wantProbe: false },
+  {
+    name: 'frozen past the window, no probe: probe first',
+    rs: seq(8, frozen),
+    verdict: 'busy',
+    wantProbe: true,
+    evidence: ['frozen'],
+  },
+  {
+    name: 'frozen past the window, probe unanswered: wedged',
+    rs: last(seq(8, frozen), { probe: failed }),
+    verdict: 'wedged',
+    evidence: ['frozen', 'probe', 'vllm:generation_tokens_total'],
+  },
+  {
+    name: 'frozen past the window, probe answered: busy (a long step)',
+    rs: last(seq(8, frozen), { probe: answered }),
+    verdict: 'busy',
+    wantProbe: false,
+  },
   {
     name: 'frozen with queued requests only, probe unanswered: wedged',
     rs: last(
@@ -60,25 +111,63 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
     verdict: 'busy',
     wantProbe: true,
   },
-  { name: 'long chunked prefill: tokens frozen, KV cache rising', rs: seq(20, (i) => ({ running: 1, kv: 0.05 + 0.02 * i })), verdict: 'busy' },
-  { name: 'long prefill with a queue behind it: KV rising, saturated not wedged', rs: seq(20, (i) => ({ running: 1, waiting: 5, kv: 0.05 + 0.02 * i })), verdict: 'saturated' },
+  {
+    name: 'long chunked prefill: tokens frozen, KV cache rising',
+    rs: seq(20, (i) => ({ running: 1, kv: 0.05 + 0.02 * i })),
+    verdict: 'busy',
+  },
+  {
+    name: 'long prefill with a queue behind it: KV rising, saturated not wedged',
+    rs: seq(20, (i) => ({ running: 1, waiting: 5, kv: 0.05 + 0.02 * i })),
+    verdict: 'saturated',
+  },
   {
     name: 'one-step prefill quiet 60 s on a server once quiet 40 s before moving: window 80 s, busy',
-    rs: seq(25, (i) => (i < 2 ? { running: 1 } : i < 10 ? { running: 1, generation: 101 } : i < 12 ? { running: 1, generation: 100 + i } : { running: 1, generation: 112 })),
+    rs: seq(25, (i) =>
+      i < 2
+        ? { running: 1 }
+        : i < 10
+          ? { running: 1, generation: 101 }
+          : i < 12
+            ? { running: 1, generation: 100 + i }
+            : { running: 1, generation: 112 },
+    ),
     verdict: 'busy',
     wantProbe: false,
   },
-  { name: 'slow first tokens (TTFT up to 20 s): window 40 s, 30 s quiet is busy', rs: seq(8, (i) => ({ ...frozen(i), ttftMaxS: 20 })), verdict: 'busy', wantProbe: false },
-  { name: 'processes gone: dead', rs: last(seq(4, decoding), { process: 'gone', health: 'unreachable', metrics: undefined }), verdict: 'dead' },
-  { name: 'a rank lost: dead', rs: last(seq(4, decoding), { ranks: { alive: 1, total: 2 } }), verdict: 'dead', evidence: ['ranks'] },
-  { name: 'one failed /health: unknown, not dead', rs: last(seq(4, decoding), { health: 'unreachable', metrics: undefined }), verdict: 'unknown' },
+  {
+    name: 'slow first tokens (TTFT up to 20 s): window 40 s, 30 s quiet is busy',
+    rs: seq(8, (i) => ({ ...frozen(i), ttftMaxS: 20 })),
+    verdict: 'busy',
+    wantProbe: false,
+  },
+  {
+    name: 'processes gone: dead',
+    rs: last(seq(4, decoding), { process: 'gone', health: 'unreachable', metrics: undefined }),
+    verdict: 'dead',
+  },
+  {
+    name: 'a rank lost: dead',
+    rs: last(seq(4, decoding), { ranks: { alive: 1, total: 2 } }),
+    verdict: 'dead',
+    evidence: ['ranks'],
+  },
+  {
+    name: 'one failed /health: unknown, not dead',
+    rs: last(seq(4, decoding), { health: 'unreachable', metrics: undefined }),
+    verdict: 'unknown',
+  },
   {
     name: '/health unreachable 10 s over 3 readings: dead',
     rs: seq(6, decoding, (i) => (i >= 3 ? { health: 'unreachable', metrics: undefined } : {})),
     verdict: 'dead',
     evidence: ['/health'],
   },
-  { name: '/health 503 (engine dead) twice over 10 s: dead', rs: seq(6, decoding, (i) => (i >= 3 ? { health: 'fail', healthDetail: 'HTTP 503' } : {})), verdict: 'dead' },
+  {
+    name: '/health 503 (engine dead) twice over 10 s: dead',
+    rs: seq(6, decoding, (i) => (i >= 3 ? { health: 'fail', healthDetail: 'HTTP 503' } : {})),
+    verdict: 'dead',
+  },
   {
     name: 'the gateway is starting it (no process yet): loading',
     rs: seq(
@@ -88,8 +177,16 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
     ),
     verdict: 'loading',
   },
-  { name: 'the gateway is evicting it: draining, never dead', rs: seq(4, frozen, () => ({ owner: { by: 'gateway', state: 'evicting' }, process: 'gone' })), verdict: 'draining' },
-  { name: 'the gateway put it to sleep: sleeping', rs: seq(10, frozen, () => ({ owner: { by: 'gateway', state: 'sleeping' } })), verdict: 'sleeping' },
+  {
+    name: 'the gateway is evicting it: draining, never dead',
+    rs: seq(4, frozen, () => ({ owner: { by: 'gateway', state: 'evicting' }, process: 'gone' })),
+    verdict: 'draining',
+  },
+  {
+    name: 'the gateway put it to sleep: sleeping',
+    rs: seq(10, frozen, () => ({ owner: { by: 'gateway', state: 'sleeping' } })),
+    verdict: 'sleeping',
+  },
   {
     name: 'serve is still starting it: loading',
     rs: seq(
@@ -99,8 +196,16 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
     ),
     verdict: 'loading',
   },
-  { name: 'held in drain by its router: draining, even frozen', rs: seq(10, frozen, () => ({ owner: { by: 'router', state: 'drain' } })), verdict: 'draining' },
-  { name: 'asleep (sleep gauge awake=0) with requests queued: sleeping', rs: seq(10, () => ({ waiting: 2, awake: 0 })), verdict: 'sleeping' },
+  {
+    name: 'held in drain by its router: draining, even frozen',
+    rs: seq(10, frozen, () => ({ owner: { by: 'router', state: 'drain' } })),
+    verdict: 'draining',
+  },
+  {
+    name: 'asleep (sleep gauge awake=0) with requests queued: sleeping',
+    rs: seq(10, () => ({ waiting: 2, awake: 0 })),
+    verdict: 'sleeping',
+  },
   {
     name: 'asleep by /is_sleeping: sleeping',
     rs: seq(
@@ -110,7 +215,11 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
     ),
     verdict: 'sleeping',
   },
-  { name: '/metrics unreadable, /health 200: unknown', rs: last(seq(4, decoding), { metrics: undefined }), verdict: 'unknown' },
+  {
+    name: '/metrics unreadable, /health 200: unknown',
+    rs: last(seq(4, decoding), { metrics: undefined }),
+    verdict: 'unknown',
+  },
   {
     name: 'idle, engine process stopped: probe',
     rs: seq(
@@ -164,8 +273,19 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
     name: 'another member stopped later (a new stop): probed again',
     rs: [
       ...seq(4, decoding),
-      { ...seq(1, () => decoding(3))[0]!, at: T0 + 20_000, process: 'stopped', processDetail: 'VLLM::Worker pid 43', probe: answered },
-      { ...seq(1, () => decoding(3))[0]!, at: T0 + 25_000, process: 'stopped', processDetail: 'VLLM::EngineCor pid 42' },
+      {
+        ...seq(1, () => decoding(3))[0]!,
+        at: T0 + 20_000,
+        process: 'stopped',
+        processDetail: 'VLLM::Worker pid 43',
+        probe: answered,
+      },
+      {
+        ...seq(1, () => decoding(3))[0]!,
+        at: T0 + 25_000,
+        process: 'stopped',
+        processDetail: 'VLLM::EngineCor pid 42',
+      },
     ],
     verdict: 'unknown',
     wantProbe: true,
@@ -246,11 +366,22 @@ describe('engineNumbers: what /metrics says', () => {
   const real = readFileSync(new URL('../fixtures/captures/vllm-0.27.2/metrics.txt', import.meta.url), 'utf8');
   it('reads the real vLLM 0.27.2 answer', () => {
     const n = engineNumbers(real);
-    expect(n).toMatchObject({ running: 0, waiting: 0, kv: 0, prompt: 2757, generation: 23, iterations: 23, awake: 1, ttftMaxS: 2.5 });
+    expect(n).toMatchObject({
+      running: 0,
+      waiting: 0,
+      kv: 0,
+      prompt: 2757,
+      generation: 23,
+      iterations: 23,
+      awake: 1,
+      ttftMaxS: 2.5,
+    });
     expect(n.prefills).toBeGreaterThan(0);
   });
   it('reads the old KV name, leaves absent families undefined, refuses impossible values', () => {
-    const n = engineNumbers('vllm:gpu_cache_usage_perc{engine="0"} 0.5\nvllm:num_requests_running 3\nvllm:num_requests_waiting -1\nvllm:generation_tokens_total NaN\ngarbage line\n');
+    const n = engineNumbers(
+      'vllm:gpu_cache_usage_perc{engine="0"} 0.5\nvllm:num_requests_running 3\nvllm:num_requests_waiting -1\nvllm:generation_tokens_total NaN\ngarbage line\n',
+    );
     expect(n.kv).toBe(0.5);
     expect(n.running).toBe(3);
     expect(n.waiting).toBeUndefined();
@@ -259,7 +390,9 @@ describe('engineNumbers: what /metrics says', () => {
     expect(engineNumbers('vllm:kv_cache_usage_perc 7\n').kv).toBeUndefined();
   });
   it('TTFT above every finite bucket: Infinity with the top finite bound', () => {
-    const n = engineNumbers('vllm:time_to_first_token_seconds_bucket{le="1.0"} 1\nvllm:time_to_first_token_seconds_bucket{le="2560.0"} 1\nvllm:time_to_first_token_seconds_bucket{le="+Inf"} 2\n');
+    const n = engineNumbers(
+      'vllm:time_to_first_token_seconds_bucket{le="1.0"} 1\nvllm:time_to_first_token_seconds_bucket{le="2560.0"} 1\nvllm:time_to_first_token_seconds_bucket{le="+Inf"} 2\n',
+    );
     expect(n.ttftMaxS).toBe(Infinity);
     expect(n.ttftAtLeastS).toBe(2560);
   });

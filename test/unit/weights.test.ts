@@ -5,7 +5,12 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { writeFileSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { parseSafetensorsHeader, safetensorsHeaderLength, summarizeWeights, SafetensorsError } from '../../src/model/safetensors.js';
+import {
+  parseSafetensorsHeader,
+  safetensorsHeaderLength,
+  summarizeWeights,
+  SafetensorsError,
+} from '../../src/model/safetensors.js';
 import { parseModelConfig } from '../../src/model/facts.js';
 import { parsePythonJson } from '../../src/model/json.js';
 import { readModel } from '../../src/model/read.js';
@@ -58,7 +63,11 @@ describe('the safetensors header, a pure function over bytes', () => {
       })(),
       /outside 2\.\./,
     ],
-    ['a shape that disagrees with its bytes', shard({ w: { dtype: 'BF16', shape: [10, 10], bytes: 100 } }), /200 bytes, data_offsets say 100/],
+    [
+      'a shape that disagrees with its bytes',
+      shard({ w: { dtype: 'BF16', shape: [10, 10], bytes: 100 } }),
+      /200 bytes, data_offsets say 100/,
+    ],
     [
       'offsets that run backwards',
       (() => {
@@ -94,20 +103,39 @@ describe('weights of a checkpoint on disk', () => {
     const m = join(dir, 'sharded');
     mkdirSync(m);
     writeFileSync(join(m, 'config.json'), cfg);
-    writeFileSync(join(m, 'model-00001-of-00002.safetensors'), shard({ a: { dtype: 'BF16', shape: [64, 64], bytes: 8192 } }));
-    writeFileSync(join(m, 'model-00002-of-00002.safetensors'), shard({ b: { dtype: 'F8_E4M3', shape: [64, 32], bytes: 2048 } }));
+    writeFileSync(
+      join(m, 'model-00001-of-00002.safetensors'),
+      shard({ a: { dtype: 'BF16', shape: [64, 64], bytes: 8192 } }),
+    );
+    writeFileSync(
+      join(m, 'model-00002-of-00002.safetensors'),
+      shard({ b: { dtype: 'F8_E4M3', shape: [64, 32], bytes: 2048 } }),
+    );
     writeFileSync(
       join(m, 'model.safetensors.index.json'),
-      JSON.stringify({ metadata: { total_size: 999 }, weight_map: { a: 'model-00001-of-00002.safetensors', b: 'model-00002-of-00002.safetensors' } }),
+      JSON.stringify({
+        metadata: { total_size: 999 },
+        weight_map: { a: 'model-00001-of-00002.safetensors', b: 'model-00002-of-00002.safetensors' },
+      }),
     );
     const r = await readModel(new RealHost(), { path: m });
-    expect(r.facts).toMatchObject({ weightBytes: 8192 + 2048, weightsFrom: 'shard headers', weightDtypes: { BF16: 8192, F8_E4M3: 2048 } });
+    expect(r.facts).toMatchObject({
+      weightBytes: 8192 + 2048,
+      weightsFrom: 'shard headers',
+      weightDtypes: { BF16: 8192, F8_E4M3: 2048 },
+    });
   });
   it('a shard not downloaded, or one naming a path out of the folder: the index total_size stands', async () => {
     const m = join(dir, 'partial');
     mkdirSync(m);
     writeFileSync(join(m, 'config.json'), cfg);
-    writeFileSync(join(m, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: 12345 }, weight_map: { a: '../sharded/model-00001-of-00002.safetensors' } }));
+    writeFileSync(
+      join(m, 'model.safetensors.index.json'),
+      JSON.stringify({
+        metadata: { total_size: 12345 },
+        weight_map: { a: '../sharded/model-00001-of-00002.safetensors' },
+      }),
+    );
     const r = await readModel(new RealHost(), { path: m });
     expect(r.facts).toMatchObject({ weightBytes: 12345, weightsFrom: 'index total_size' });
   });
@@ -124,7 +152,10 @@ describe('weights of a checkpoint on disk', () => {
     const m = join(dir, 'inf');
     mkdirSync(m);
     // Nemotron-H-56B-Base-8K's published config.json writes time_step_limit [0.0, Infinity]
-    writeFileSync(join(m, 'config.json'), readFileSync(join(FIXTURES, 'models', 'nemotron-h-56b-base-8k', 'config.json'), 'utf8'));
+    writeFileSync(
+      join(m, 'config.json'),
+      readFileSync(join(FIXTURES, 'models', 'nemotron-h-56b-base-8k', 'config.json'), 'utf8'),
+    );
     const r = await readModel(new RealHost(), { path: m });
     expect(r.error).toBeUndefined();
     expect(r.facts?.layers).toBe(118);
@@ -132,13 +163,14 @@ describe('weights of a checkpoint on disk', () => {
 });
 
 describe('weights from the config alone', () => {
-  const fx = (n: string) => parsePythonJson(readFileSync(join(FIXTURES, 'models', n, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const fx = (n: string) =>
+    parsePythonJson(readFileSync(join(FIXTURES, 'models', n, 'config.json'), 'utf8')) as Record<string, unknown>;
   // The configs are the published checkpoints' own (test/fixtures/models/<name>/SOURCE.md); the totals are checked
   // against the parameter counts their publishers give.
   it('Nemotron-H-56B: a layer is ONE block (M, *, - or E), not attention + MLP in every layer = the 56B of its name', () => {
     const f = parseModelConfig(fx('nemotron-h-56b-base-8k'));
-    // 54 Mamba2 mixers: h (2 x 16384 + 4096 + 256) + (16384 + 4096) x 4 + 16384 h; 10 attention: h 64 128 + h 8 256 + 64 128 h;
-    // 54 MLPs (squared ReLU, up + down): 2 x h x 32768; embeddings and head untied: 2 x 131072 h
+    // 54 Mamba2 mixers: h (2 x 16384 + 4096 + 256) + (16384 + 4096) x 4 + 16384 h; 10 attention: h 64 128 + h 8 256 +
+    // 64 128 h; 54 MLPs (squared ReLU, up + down): 2 x h x 32768; embeddings and head untied: 2 x 131072 h
     const h = 8192;
     const mamba = h * (2 * 16384 + 4096 + 256) + (16384 + 4096) * 4 + 16384 * h;
     const attn = h * 64 * 128 + h * 8 * 256 + 64 * 128 * h;
@@ -168,13 +200,15 @@ describe('weights from the config alone', () => {
   it('DeepSeek-V3.2: MLA with q_lora (q_a + q_b), 3 dense + 58 MoE layers with a shared expert, and the indexer', () => {
     const f = parseModelConfig(fx('deepseek-v3.2'));
     const h = 7168;
-    // deepseek_v2.py: q_a h x 1536, q_b 1536 x 128 x (128 + 64), kv_a h x (512 + 64), kv_b 512 x 128 x (128 + 128), o 128 x 128 x h
+    // deepseek_v2.py: q_a h x 1536, q_b 1536 x 128 x (128 + 64), kv_a h x (512 + 64), kv_b 512 x 128 x (128 + 128), o
+    // 128 x 128 x h
     const mla = h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h;
     // Indexer: wq_b 1536 x 64 x 128, wk h x 128, weights_proj h x 64
     const indexer = 1536 * 64 * 128 + h * 128 + h * 64;
     const moe = 256 * 3 * h * 2048 + 3 * h * 2048 + h * 256;
     expect(f.parameters).toBe(61 * (mla + indexer) + 3 * 3 * h * 18432 + 58 * moe + 2 * 129280 * h);
-    // DeepSeek's 671B main model (its 685B counts the 14B MTP module too, which vLLM loads only as a draft) + 0.85B of indexer
+    // DeepSeek's 671B main model (its 685B counts the 14B MTP module too, which vLLM loads only as a draft) + 0.85B of
+    // indexer
     expect((f.parameters - 61 * indexer) / 1e9).toBeCloseTo(671, 0);
   });
   it('MiMo-V2-Flash: moe_layer_freq as a list (layer 0 dense), 256 experts, no shared expert = the 309B Xiaomi gives', () => {
@@ -190,22 +224,25 @@ describe('weights from the config alone', () => {
   it('nvidia/Qwen3.5-122B-A10B-NVFP4: NVFP4 (4.5 bits) for the routed experts; its ignore list keeps attention, the GDN mixers and the shared experts bf16', () => {
     const c = fx('qwen3.5-122b-a10b-nvfp4');
     const f = parseModelConfig(c);
-    // quant_method modelopt + quant_algo NVFP4: vLLM resolves it to modelopt_fp4 (modelopt.py ModelOptNvFp4Config.override_quantization_method)
+    // quant_method modelopt + quant_algo NVFP4: vLLM resolves it to modelopt_fp4 (modelopt.py
+    // ModelOptNvFp4Config.override_quantization_method)
     expect(f.quantization).toBe('modelopt_fp4');
     const h = 3072;
     const E = 2 * 248320 * h; // embeddings + lm_head, untied: bf16 under every quantization
-    // 12 full layers: q 32 x 256, k and v 2 x 256, o 32 x 256 (the output gate of q is not counted); 36 GDN mixers; 48 shared experts of 1024
+    // 12 full layers: q 32 x 256, k and v 2 x 256, o 32 x 256 (the output gate of q is not counted); 36 GDN mixers; 48
+    // shared experts of 1024
     const attn = 12 * (h * 32 * 256 + h * 2 * 512 + 32 * 256 * h);
     const mixers = 36 * (h * (2 * 2048 + 2 * 8192 + 2 * 64) + (2 * 2048 + 8192) * 4 + 8192 * h);
     const shared = 48 * 3 * h * 1024;
     const bytes = f.parameters * f.weightBytesPerParam;
-    // modelopt.py ModelOptNvFp4LinearMethod / the NVFP4 MoE method: uint8 [out, in/2] + an fp8 scale per 16 [out, in/16] +
-    // fp32 weight_scale_2 and input_scale; an expert's gate/up (3072 -> 1024) and down (1024 -> 3072) are 3,145,728 values each
+    // modelopt.py ModelOptNvFp4LinearMethod / the NVFP4 MoE method: uint8 [out, in/2] + an fp8 scale per 16 [out,
+    // in/16] + fp32 weight_scale_2 and input_scale; an expert's gate/up (3072 -> 1024) and down (1024 -> 3072) are
+    // 3,145,728 values each
     const expertLinear = (3072 * 1024) / 2 + (3072 * 1024) / 16 + 8;
     const experts = 48 * 256 * 3 * expertLinear;
     const expertParams = 48 * 256 * 3 * 3072 * 1024;
-    // its ignore list names every layer's linear_attn*, self_attn*, shared_expert* and lm_head: all of them bf16, as are
-    // the embeddings, the routers and the GDN conv1d (built with quant_config=None)
+    // its ignore list names every layer's linear_attn*, self_attn*, shared_expert* and lm_head: all of them bf16, as
+    // are the embeddings, the routers and the GDN conv1d (built with quant_config=None)
     expect(bytes).toBe(experts + 2 * (f.parameters - expertParams));
     expect(f.weightParts?.find((p) => p.part === 'attn')?.bytes).toBe(2 * attn);
     expect(f.weightParts?.find((p) => p.part === 'shared')?.bytes).toBe(2 * shared);
@@ -213,7 +250,10 @@ describe('weights from the config alone', () => {
     // no ignore list: attention, mixers, shared experts and lm_head go NVFP4 too
     const bare = parseModelConfig({ ...c, quantization_config: { ...(c.quantization_config as object), ignore: [] } });
     const lmHead = 248320 * h;
-    expect(bytes - bare.parameters * bare.weightBytesPerParam).toBeCloseTo((attn + mixers - 36 * (2 * 2048 + 8192) * 4 + shared + lmHead) * (2 - 4.5 / 8), -6);
+    expect(bytes - bare.parameters * bare.weightBytesPerParam).toBeCloseTo(
+      (attn + mixers - 36 * (2 * 2048 + 8192) * 4 + shared + lmHead) * (2 - 4.5 / 8),
+      -6,
+    );
     expect(E).toBe(2 * lmHead);
   });
   it('gpt-oss-120b (its published quantization_config): MXFP4 experts, bf16 attention, router and embeddings = the published 65 GB', () => {
@@ -247,15 +287,24 @@ describe('weights from the config alone', () => {
       ...c,
       quantization_config: {
         quant_method: 'fp8',
-        modules_to_not_convert: ['model.layers.0.self_attn.q_proj', 'model.layers.0.self_attn.k_proj', 'model.layers.0.self_attn.v_proj', 'model.layers.0.self_attn.o_proj'],
+        modules_to_not_convert: [
+          'model.layers.0.self_attn.q_proj',
+          'model.layers.0.self_attn.k_proj',
+          'model.layers.0.self_attn.v_proj',
+          'model.layers.0.self_attn.o_proj',
+        ],
       },
     });
     expect(price(exact) - price(allFp8)).toBeCloseTo(attn - 4 * 4, 6);
     // a wildcard is not a name to fp8: nothing is kept
-    const wild = parseModelConfig({ ...c, quantization_config: { quant_method: 'fp8', modules_to_not_convert: ['model.layers.*.self_attn'] } });
+    const wild = parseModelConfig({
+      ...c,
+      quantization_config: { quant_method: 'fp8', modules_to_not_convert: ['model.layers.*.self_attn'] },
+    });
     expect(price(wild)).toBe(price(allFp8));
     // ... but it is to ModelOpt (modelopt.py is_layer_excluded: fnmatch): both layers' attention kept
-    const mo = (ignore: string[]) => price(parseModelConfig({ ...c, quantization_config: { quant_method: 'modelopt', quant_algo: 'FP8', ignore } }));
+    const mo = (ignore: string[]) =>
+      price(parseModelConfig({ ...c, quantization_config: { quant_method: 'modelopt', quant_algo: 'FP8', ignore } }));
     expect(mo(['model.layers.*.self_attn*']) - mo([])).toBeCloseTo(2 * (attn - 4 * 8), 6);
   });
 });

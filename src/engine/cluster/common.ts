@@ -1,10 +1,10 @@
-// What every multi-node executor shares: the placement it gives serve's one loop for the plan it is
-// given (engine/plan.ts ClusterPlan, the nodes' placement of the one Plan) (NodesPlacement: what
-// differs between the executors, as strategy; the order is engine/serve.ts's), the outcome (serve's one ServeOutcome, built by nodesOutcome; its events are
-// serve's one union, engine/events.ts), and the one remote stop rule. Two executors implement
-// ClusterExecutor: Ray (ray.ts on the hosts, ray-containers.ts in containers: a Ray cluster, vLLM on
-// the head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per node). index.ts picks one
-// from the plan (or from the record, to stop or read a running cluster).
+// What every multi-node executor shares: the placement it gives serve's one loop for the plan it is given
+// (engine/plan.ts ClusterPlan, the nodes' placement of the one Plan) (NodesPlacement: what differs between the
+// executors, as strategy; the order is engine/serve.ts's), the outcome (serve's one ServeOutcome, built by
+// nodesOutcome; its events are serve's one union, engine/events.ts), and the one remote stop rule. Two executors
+// implement ClusterExecutor: Ray (ray.ts on the hosts, ray-containers.ts in containers: a Ray cluster, vLLM on the
+// head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per node). index.ts picks one from the plan (or
+// from the record, to stop or read a running cluster).
 import type { NodesFile } from '../../profiles/schema.js';
 import type { ClusterPlan, ExecutorKind } from '../plan.js';
 import type { ClusterRecord } from '../registry.js';
@@ -29,7 +29,12 @@ export interface StopClusterOutcome {
   engine: { node: string; state: 'stopped' | 'killed' | 'not-recorded' | 'unproven' | 'failed'; detail?: string };
   ray: Array<{ node: string; ok: boolean; detail: string }>;
   /** native: each node's vLLM rank (the head's is also `engine`) */
-  ranks?: Array<{ node: string; rank: number; state: 'stopped' | 'killed' | 'not-recorded' | 'unproven' | 'failed'; detail?: string }>;
+  ranks?: Array<{
+    node: string;
+    rank: number;
+    state: 'stopped' | 'killed' | 'not-recorded' | 'unproven' | 'failed';
+    detail?: string;
+  }>;
 }
 
 export interface NodeState {
@@ -85,7 +90,9 @@ export interface NodeWatch {
 export interface NodesPlacement<H extends GroupLaunch = GroupLaunch> {
   /** refused before anything starts (a cluster recorded on these nodes, a Ray sparkctl did not start, another image) */
   refuse(registry: Registry): Promise<Diagnosis | undefined>;
-  /** what runs on the nodes before any group's vLLM (Ray: every node's start, then until Ray lists the whole cluster) */
+  /**
+   * what runs on the nodes before any group's vLLM (Ray: every node's start, then until Ray lists the whole cluster)
+   */
   before(): Promise<{ view?: ClusterView; failure?: Diagnosis }>;
   /** one group's vLLM on its node (`clock`: its start, timed from now) */
   launch(step: NodeStep, index: number, clock: StartClock): Promise<Launched<H>>;
@@ -104,7 +111,12 @@ export interface ClusterExecutor {
   /** the placement serve's one loop runs this plan with */
   placement(plan: ClusterPlan, ctx: RunCtx): NodesPlacement;
   /** the recorded cluster (record undefined: nothing recorded, clean what this executor can prove ours) */
-  stop(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome>;
+  stop(
+    nf: NodesFile,
+    record: ClusterRecord | undefined,
+    timeoutS: number,
+    signal?: AbortSignal,
+  ): Promise<StopClusterOutcome>;
   status(record: ClusterRecord, nf: NodesFile, signal?: AbortSignal): Promise<ClusterStatus>;
 }
 
@@ -112,16 +124,22 @@ export interface ClusterExecutor {
  * A record runs on these nodes: the same nodes file, or the same head. The one rule for "the cluster
  * on these nodes": serve refuses a second one by it, and stop --nodes without a name stops what it finds.
  */
-export const runsOn = (rec: Pick<ClusterRecord, 'nodesFile' | 'head'>, nodesFile: string, nf: NodesFile): boolean => rec.nodesFile === nodesFile || rec.head === nf.head.name;
+export const runsOn = (rec: Pick<ClusterRecord, 'nodesFile' | 'head'>, nodesFile: string, nf: NodesFile): boolean =>
+  rec.nodesFile === nodesFile || rec.head === nf.head.name;
 
 /** One cluster per set of nodes: a second serve must not touch the running one. */
 export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): Diagnosis | undefined {
   const running = registry.clusters().find((c) => runsOn(c, plan.nodesFile, plan.nf));
   if (!running) return undefined;
-  return failedBefore('refused', `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`, [], {
-    fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
-    node: running.head,
-  });
+  return failedBefore(
+    'refused',
+    `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`,
+    [],
+    {
+      fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
+      node: running.head,
+    },
+  );
 }
 
 /**
@@ -137,7 +155,11 @@ export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: st
         : r,
     tail,
   );
-  return { ...d, detail: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, node: plan.nf.head.name };
+  return {
+    ...d,
+    detail: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`,
+    node: plan.nf.head.name,
+  };
 }
 
 /**
@@ -145,7 +167,12 @@ export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: st
  * whose log named a cause gives the cause id, the line it was read from and the node (else the first
  * that ended); `fix` when none of their logs gave one.
  */
-export function endedOnNodes(parts: Array<{ node: string; d: Diagnosis }>, detail: string, lastLines: string[], fix: string): Diagnosis {
+export function endedOnNodes(
+  parts: Array<{ node: string; d: Diagnosis }>,
+  detail: string,
+  lastLines: string[],
+  fix: string,
+): Diagnosis {
   const first = parts.find((p) => p.d.causeId !== p.d.reason) ?? parts[0]!;
   const { reason, ms, causeId, cause, evidence } = first.d;
   return {
@@ -167,7 +194,15 @@ export function endedOnNodes(parts: Array<{ node: string; d: Diagnosis }>, detai
  */
 export function nodesOutcome(
   plan: Pick<ClusterPlan, 'executor' | 'engine' | 'nodesFile' | 'profile' | 'replica'>,
-  r: { failure?: Diagnosis; record?: ClusterRecord; view?: ClusterView; readyMs?: number; prewarm?: PrewarmResult; probe?: ProbeResult; starts?: RankStart[] },
+  r: {
+    failure?: Diagnosis;
+    record?: ClusterRecord;
+    view?: ClusterView;
+    readyMs?: number;
+    prewarm?: PrewarmResult;
+    probe?: ProbeResult;
+    starts?: RankStart[];
+  },
 ): ServeOutcome {
   const { record: rec } = r;
   const head = r.starts?.find((x) => x.rank === 0)?.start;
@@ -176,10 +211,30 @@ export function nodesOutcome(
     profile: plan.profile.name,
     engine: plan.engine,
     replicas: rec
-      ? [{ name: plan.replica.name, url: rec.url, port: rec.port, gpus: [], pid: rec.pid, logFile: rec.logFile, node: rec.head, readyMs: r.readyMs, start: head, prewarm: r.prewarm, probe: r.probe }]
+      ? [
+          {
+            name: plan.replica.name,
+            url: rec.url,
+            port: rec.port,
+            gpus: [],
+            pid: rec.pid,
+            logFile: rec.logFile,
+            node: rec.head,
+            readyMs: r.readyMs,
+            start: head,
+            prewarm: r.prewarm,
+            probe: r.probe,
+          },
+        ]
       : [],
     stoppedAll: !!r.failure,
-    nodes: { file: plan.nodesFile, executor: plan.executor, cluster: r.view ? { nodes: r.view.nodes, gpus: r.view.gpus } : undefined, failure: r.failure, ranks: r.starts },
+    nodes: {
+      file: plan.nodesFile,
+      executor: plan.executor,
+      cluster: r.view ? { nodes: r.view.nodes, gpus: r.view.gpus } : undefined,
+      failure: r.failure,
+      ranks: r.starts,
+    },
   };
 }
 
@@ -188,7 +243,12 @@ export function nodesOutcome(
  * report (start.ts startReports, as on one host), and keep them in the cluster's record when it stays
  * (status --json and the probe's history read them there).
  */
-export async function finishStarts(plan: Pick<ClusterPlan, 'stateDir'>, start: StartRecord, emit: EventSink, record?: ClusterRecord): Promise<RankStart[]> {
+export async function finishStarts(
+  plan: Pick<ClusterPlan, 'stateDir'>,
+  start: StartRecord,
+  emit: EventSink,
+  record?: ClusterRecord,
+): Promise<RankStart[]> {
   const starts = rankStarts(await startReports(start, emit));
   if (record) {
     record.start = starts.find((s) => s.rank === 0)?.start;

@@ -8,7 +8,18 @@
 // The one function that renders a node's container is nodeContainer(): the container runtime's run
 // line (src/engine/runtime/container.ts runArgv) plus what only a cluster node needs.
 import type { NodesFile, NodeEntry, Profile, Platform } from '../../profiles/schema.js';
-import { runArgv, imageFor, imageStart, containerName, containerGpuUse, settingsOf, CONTAINER_HF_CACHE, type ContainerCli, type Mount, containerCliArgs } from '../runtime/container.js';
+import {
+  runArgv,
+  imageFor,
+  imageStart,
+  containerName,
+  containerGpuUse,
+  settingsOf,
+  CONTAINER_HF_CACHE,
+  type ContainerCli,
+  type Mount,
+  containerCliArgs,
+} from '../runtime/container.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
 import type { ExecutorKind } from '../plan.js';
 
@@ -41,13 +52,18 @@ export interface ContainerInputs {
   engine: 'vllm' | 'sim';
   /** how many leading argv elements are the host executable (vllm, or sparkctl sim) */
   executableLen: number;
-  /** folders every rank reads at the same path as here (the model, its cache, the profile's env folders: model-env.ts) */
+  /**
+   * folders every rank reads at the same path as here (the model, its cache, the profile's env folders: model-env.ts)
+   */
   mounts?: Array<{ path: string; readOnly: boolean }>;
 }
 
 /** Where the Hugging Face cache is on a node: the profile's container.hfCache, else the ssh user's home. */
 function nodeHfCache(p: Profile, n: NodeEntry): string {
-  return settingsOf(p).hfCache ?? (n.sshUser === 'root' ? '/root/.cache/huggingface' : `/home/${n.sshUser}/.cache/huggingface`);
+  return (
+    settingsOf(p).hfCache ??
+    (n.sshUser === 'root' ? '/root/.cache/huggingface' : `/home/${n.sshUser}/.cache/huggingface`)
+  );
 }
 
 /** One node's container run line: the runtime's, with the node's GPUs, the RDMA devices and its command. */
@@ -70,7 +86,9 @@ function nodeContainer(
   const same = x.mounts ?? (p.model.path?.startsWith('/') ? [{ path: p.model.path, readOnly: true }] : []);
   for (const m of s.mounts) mounts.push({ host: m.source, container: m.target, readOnly: m.readOnly });
   // at the same path as here, unless the profile's own mounts already put something there
-  for (const m of same) if (!mounts.some((o) => o.container === m.path)) mounts.push({ host: m.path, container: m.path, readOnly: m.readOnly });
+  for (const m of same)
+    if (!mounts.some((o) => o.container === m.path))
+      mounts.push({ host: m.path, container: m.path, readOnly: m.readOnly });
   const isShell = 'shell' in command;
   const argv = runArgv({
     cli,
@@ -105,27 +123,65 @@ function nodeContainer(
 const serveArgs = (argv: string[], executableLen: number) => argv.slice(executableLen + 1);
 
 /**
- * The planned host steps, as containers (`rdmaNodes`: the nodes whose fabric shows RDMA devices, read
- * at launch; /dev/infiniband is passed only there; undefined, in a plan nothing was read for: every node): native, one `run` per node (its rank); Ray, one `run` per
- * node whose shell runs `ray start --block`, then `exec` of vLLM in the head's container.
+ * The planned host steps, as containers (`rdmaNodes`: the nodes whose fabric shows RDMA devices, read at launch;
+ * /dev/infiniband is passed only there; undefined, in a plan nothing was read for: every node): native, one `run` per
+ * node (its rank); Ray, one `run` per node whose shell runs `ray start --block`, then `exec` of vLLM in the head's
+ * container.
  */
-export function containerSteps(x: ContainerInputs, nf: NodesFile, executor: ExecutorKind, steps: NodeStep[], perNode: number, rdmaNodes?: Set<string>): NodeStep[] {
+export function containerSteps(
+  x: ContainerInputs,
+  nf: NodesFile,
+  executor: ExecutorKind,
+  steps: NodeStep[],
+  perNode: number,
+  rdmaNodes?: Set<string>,
+): NodeStep[] {
   const nodes = allNodes(nf);
   return steps.map((s, rank) => {
     const n = nodes.find((m) => m.name === s.node)!;
     if (executor === 'native') {
       const byName = rank === 0 && x.profile.server.apiKeyEnv ? ['VLLM_API_KEY'] : [];
       const rdma = !rdmaNodes || rdmaNodes.has(n.name);
-      const { argv, container } = nodeContainer(x, n, { rank, gpus: perNode }, s.env, { vllmArgs: serveArgs(s.argv[0]!, x.executableLen) }, byName, rdma);
+      const { argv, container } = nodeContainer(
+        x,
+        n,
+        { rank, gpus: perNode },
+        s.env,
+        { vllmArgs: serveArgs(s.argv[0]!, x.executableLen) },
+        byName,
+        rdma,
+      );
       return { ...s, argv: [argv], container };
     }
     const [ray, vllm] = s.argv as [string[], string[] | undefined];
     const shell = [...ray.slice(0, 2), '--block', ...ray.slice(2)].join(' ');
-    const { argv, container } = nodeContainer(x, n, { rank, gpus: n.gpus }, s.env, { shell }, [], !rdmaNodes || rdmaNodes.has(n.name));
+    const { argv, container } = nodeContainer(
+      x,
+      n,
+      { rank, gpus: n.gpus },
+      s.env,
+      { shell },
+      [],
+      !rdmaNodes || rdmaNodes.has(n.name),
+    );
     const out: string[][] = [argv];
     if (vllm) {
       const key = x.profile.server.apiKeyEnv ? ['--env', 'VLLM_API_KEY'] : [];
-      out.push([container.cli, ...container.cliArgs, 'exec', '--detach', ...key, container.name, '/bin/sh', '-c', VLLM_IN_HEAD, 'sh', 'vllm', 'serve', ...serveArgs(vllm, x.executableLen)]);
+      out.push([
+        container.cli,
+        ...container.cliArgs,
+        'exec',
+        '--detach',
+        ...key,
+        container.name,
+        '/bin/sh',
+        '-c',
+        VLLM_IN_HEAD,
+        'sh',
+        'vllm',
+        'serve',
+        ...serveArgs(vllm, x.executableLen),
+      ]);
     }
     return { ...s, argv: out, container };
   });
@@ -135,9 +191,13 @@ export function containerSteps(x: ContainerInputs, nf: NodesFile, executor: Exec
  * The same image on every node, by content ID: undefined when it holds, else which nodes differ and
  * both IDs (or where the image is missing).
  */
-export function imageMismatch(image: string, ids: Array<{ node: string; id?: string; error?: string }>): string | undefined {
+export function imageMismatch(
+  image: string,
+  ids: Array<{ node: string; id?: string; error?: string }>,
+): string | undefined {
   const missing = ids.filter((x) => !x.id);
-  if (missing.length) return `${image} is not on ${missing.map((x) => `${x.node}${x.error ? ` (${x.error})` : ''}`).join(', ')}`;
+  if (missing.length)
+    return `${image} is not on ${missing.map((x) => `${x.node}${x.error ? ` (${x.error})` : ''}`).join(', ')}`;
   const by = new Map<string, string[]>();
   for (const x of ids) by.set(x.id!, [...(by.get(x.id!) ?? []), x.node]);
   if (by.size <= 1) return undefined;
@@ -147,7 +207,9 @@ export function imageMismatch(image: string, ids: Array<{ node: string; id?: str
 
 /** The shell that prints an image's ID on a node (the runtime's own inspect). */
 export const imageIdLine = (c: Pick<NodeContainer, 'cli' | 'cliArgs' | 'image'>) =>
-  [c.cli, ...c.cliArgs, 'image', 'inspect', '--format', '{{.Id}}', c.image].map((a) => (/^[\w./:={}-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+  [c.cli, ...c.cliArgs, 'image', 'inspect', '--format', '{{.Id}}', c.image]
+    .map((a) => (/^[\w./:={}-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`))
+    .join(' ');
 
 /** An ID as docker/podman print it (sha256:<64 hex> or 64 hex); anything else is not one. */
 export function parseImageId(text: string): string | undefined {
@@ -156,7 +218,11 @@ export function parseImageId(text: string): string | undefined {
 }
 
 /** Each node's ID of the image its step runs, read with the node's own runtime over ssh. */
-export async function readImageIds(nf: NodesFile, steps: NodeStep[], signal?: AbortSignal): Promise<Array<{ node: string; id?: string; error?: string }>> {
+export async function readImageIds(
+  nf: NodesFile,
+  steps: NodeStep[],
+  signal?: AbortSignal,
+): Promise<Array<{ node: string; id?: string; error?: string }>> {
   const { ssh, remoteWhy } = await import('./ssh.js');
   return Promise.all(
     steps.map(async (s) => {

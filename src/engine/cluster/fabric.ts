@@ -90,11 +90,21 @@ export function parseFabric(iface: string, text: string): FabricReading {
       if (r.speedMbps === undefined) delete r.speedMbps;
     } else if (f[0] === 'addr' && /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(f[1] ?? '')) r.addresses.push(f[1]!.split('/')[0]!);
     else if (f[0] === 'ib' && f.length >= 8 && /^[\w.-]+$/.test(f[1]!) && /^\d+$/.test(f[2]!)) {
-      r.rdma.push({ dev: f[1]!, port: Number(f[2]), state: word(f[3]), physState: word(f[4]), linkLayer: f[5]!, rate: word(f[6]), netdev: f[7] === '-' ? undefined : f[7], gids: [] });
+      r.rdma.push({
+        dev: f[1]!,
+        port: Number(f[2]),
+        state: word(f[3]),
+        physState: word(f[4]),
+        linkLayer: f[5]!,
+        rate: word(f[6]),
+        netdev: f[7] === '-' ? undefined : f[7],
+        gids: [],
+      });
     } else if (f[0] === 'gid' && f.length >= 6) {
       const p = r.rdma.find((x) => x.dev === f[1] && x.port === Number(f[2]));
       const index = Number(f[3]);
-      if (p && Number.isInteger(index) && /^[0-9a-f:]+$/i.test(f[4]!)) p.gids.push({ index, gid: f[4]!.toLowerCase(), type: word(f[5]), ndev: f[6] });
+      if (p && Number.isInteger(index) && /^[0-9a-f:]+$/i.test(f[4]!))
+        p.gids.push({ index, gid: f[4]!.toLowerCase(), type: word(f[5]), ndev: f[6] });
     }
   }
   // show_gids' rows: a GID sysfs gave without its type or netdev (or not at all) takes them from there
@@ -127,7 +137,8 @@ export function ipv4Gid(addr: string): string {
 }
 
 /** The RDMA port whose netdev is the fabric interface. */
-export const fabricPort = (r: FabricReading) => r.rdma.find((p) => p.netdev === r.iface || p.gids.some((g) => g.ndev === r.iface));
+export const fabricPort = (r: FabricReading) =>
+  r.rdma.find((p) => p.netdev === r.iface || p.gids.some((g) => g.ndev === r.iface));
 
 /** The GID of `address` on the fabric port: its index and type (undefined: the address has no GID there). */
 export function gidOf(r: FabricReading, address: string): { index: number; type: string } | undefined {
@@ -153,11 +164,19 @@ export function fabricEnv(node: NodeEntry, r: FabricReading): Record<string, str
 }
 
 /** Every node's fabric, read over ssh concurrently (undefined: that node did not answer). */
-export async function readFabric(nf: NodesFile, signal?: AbortSignal, why?: Map<string, string>): Promise<Map<string, FabricReading | undefined>> {
+export async function readFabric(
+  nf: NodesFile,
+  signal?: AbortSignal,
+  why?: Map<string, string>,
+): Promise<Map<string, FabricReading | undefined>> {
   const { ssh, remoteWhy } = await import('./ssh.js');
   const read = await Promise.all(
     allNodes(nf).map(async (n) => {
-      const r = await ssh(nf, n, fabricScript(fabricInterface(n)), { timeoutMs: 30_000, signal, maxBytes: 1024 * 1024 });
+      const r = await ssh(nf, n, fabricScript(fabricInterface(n)), {
+        timeoutMs: 30_000,
+        signal,
+        maxBytes: 1024 * 1024,
+      });
       if (r.exitCode !== 0) why?.set(n.name, `reading its fabric over ssh failed: ${remoteWhy(r, 1)}`);
       return [n.name, r.exitCode === 0 ? parseFabric(fabricInterface(n), r.stdout) : undefined] as const;
     }),
@@ -166,7 +185,10 @@ export async function readFabric(nf: NodesFile, signal?: AbortSignal, why?: Map<
 }
 
 /** The NCCL/UCX variables of every node whose fabric was read, for the launch plan. */
-export function fabricEnvs(nf: NodesFile, readings: Map<string, FabricReading | undefined>): Record<string, Record<string, string>> {
+export function fabricEnvs(
+  nf: NodesFile,
+  readings: Map<string, FabricReading | undefined>,
+): Record<string, Record<string, string>> {
   const out: Record<string, Record<string, string>> = {};
   for (const n of allNodes(nf)) {
     const r = readings.get(n.name);
@@ -176,4 +198,5 @@ export function fabricEnvs(nf: NodesFile, readings: Map<string, FabricReading | 
 }
 
 /** The nodes whose fabric shows an RDMA device (their containers get /dev/infiniband). */
-export const rdmaNodes = (readings: Map<string, FabricReading | undefined>) => new Set([...readings].filter(([, r]) => (r?.rdma.length ?? 0) > 0).map(([n]) => n));
+export const rdmaNodes = (readings: Map<string, FabricReading | undefined>) =>
+  new Set([...readings].filter(([, r]) => (r?.rdma.length ?? 0) > 0).map(([n]) => n));

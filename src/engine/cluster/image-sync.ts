@@ -40,7 +40,8 @@ interface LocalImage {
 }
 
 const q = shellQuote;
-const words = (c: Pick<ImageSyncRequest, 'cli' | 'cliArgs'>, ...rest: string[]) => [c.cli, ...c.cliArgs, ...rest].map(q).join(' ');
+const words = (c: Pick<ImageSyncRequest, 'cli' | 'cliArgs'>, ...rest: string[]) =>
+  [c.cli, ...c.cliArgs, ...rest].map(q).join(' ');
 
 /** The read-only ssh command that prints a node's ID of the image and the free space under its storage. */
 export function imageProbeCommand(r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | 'image'>): string {
@@ -75,13 +76,20 @@ export function loadCommand(r: Pick<ImageSyncRequest, 'cli' | 'cliArgs'>, second
 }
 
 /** The local half: argv (no shell) of `<cli> save IMAGE`, the reference one element. */
-export const saveArgv = (r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | 'image'>): string[] => [r.cli, ...r.cliArgs, 'save', r.image];
+export const saveArgv = (r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | 'image'>): string[] => [
+  r.cli,
+  ...r.cliArgs,
+  'save',
+  r.image,
+];
 
 /** Generous but finite: 10 minutes plus the image at 10 MB/s. */
 const copyDeadlineS = (size: number) => Math.round(600 + size / 10e6);
 
 /** The image's ID and size here; undefined when it is not here (or the runtime cannot say). */
-export async function localImage(r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | 'image' | 'signal'>): Promise<LocalImage | { error: string }> {
+export async function localImage(
+  r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | 'image' | 'signal'>,
+): Promise<LocalImage | { error: string }> {
   const x = await execa(r.cli, [...r.cliArgs, 'image', 'inspect', '--format', '{{.Id}} {{.Size}}', r.image], {
     reject: false,
     timeout: 60_000,
@@ -100,18 +108,37 @@ export async function localImage(r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | '
   return { id: m[1]!, size: Number(m[2]) };
 }
 
-async function copyTo(nf: NodesFile, node: NodeEntry, r: ImageSyncRequest, size: number): Promise<{ err?: string; bytes: number }> {
+async function copyTo(
+  nf: NodesFile,
+  node: NodeEntry,
+  r: ImageSyncRequest,
+  size: number,
+): Promise<{ err?: string; bytes: number }> {
   const s = copyDeadlineS(size);
   const argv = sshArgv(nf, node, loadCommand(r, s));
   const save = saveArgv(r);
   let bytes = 0;
-  const p = execa(save[0]!, save.slice(1), { reject: false, cancelSignal: r.signal, timeout: s * 1000 + 15_000, buffer: { stdout: false }, stdin: 'ignore' });
+  const p = execa(save[0]!, save.slice(1), {
+    reject: false,
+    cancelSignal: r.signal,
+    timeout: s * 1000 + 15_000,
+    buffer: { stdout: false },
+    stdin: 'ignore',
+  });
   p.stdout?.on('data', (b: Buffer) => (bytes += b.length));
-  const res = await p.pipe(argv[0]!, argv.slice(1), { reject: false, cancelSignal: r.signal, timeout: s * 1000 + 15_000 });
+  const res = await p.pipe(argv[0]!, argv.slice(1), {
+    reject: false,
+    cancelSignal: r.signal,
+    timeout: s * 1000 + 15_000,
+  });
   const t = res.pipedFrom[0];
-  if (t && t.exitCode !== 0) return { bytes, err: `${r.cli} save here exited ${t.exitCode}: ${String(t.stderr).trim().split('\n').slice(-1)}` };
+  if (t && t.exitCode !== 0)
+    return { bytes, err: `${r.cli} save here exited ${t.exitCode}: ${String(t.stderr).trim().split('\n').slice(-1)}` };
   if (res.exitCode !== 0)
-    return { bytes, err: `${r.cli} load on the node exited ${res.exitCode}${res.timedOut ? ' (deadline)' : ''}: ${printable(String(res.stderr).trim().split('\n').slice(-2).join(' | '))}` };
+    return {
+      bytes,
+      err: `${r.cli} load on the node exited ${res.exitCode}${res.timedOut ? ' (deadline)' : ''}: ${printable(String(res.stderr).trim().split('\n').slice(-2).join(' | '))}`,
+    };
   return { bytes };
 }
 
@@ -124,12 +151,23 @@ export async function syncImage(nf: NodesFile, local: LocalImage, r: ImageSyncRe
     const h = parseImageProbe(probe.stdout);
     if (h.id === local.id) return { ...base, status: 'matched' };
     if (h.freeBytes !== undefined && local.size > h.freeBytes)
-      return { ...base, status: 'failed', why: `not enough disk space in ${h.freeAt}: the image needs ${local.size} bytes, ${h.freeBytes} free` };
+      return {
+        ...base,
+        status: 'failed',
+        why: `not enough disk space in ${h.freeAt}: the image needs ${local.size} bytes, ${h.freeBytes} free`,
+      };
     const c = await copyTo(nf, via, r, local.size);
     if (c.err) return { ...base, status: 'failed', bytes: c.bytes, why: c.err };
-    const again = parseImageProbe((await ssh(nf, via, imageProbeCommand(r), { remoteTimeoutS: 60, signal: r.signal })).stdout);
+    const again = parseImageProbe(
+      (await ssh(nf, via, imageProbeCommand(r), { remoteTimeoutS: 60, signal: r.signal })).stdout,
+    );
     if (again.id !== local.id)
-      return { ...base, status: 'failed', bytes: c.bytes, why: `after the load the node's ${r.image} is ${again.id ? again.id.slice(0, 12) : 'missing'}, not ${local.id.slice(0, 12)}` };
+      return {
+        ...base,
+        status: 'failed',
+        bytes: c.bytes,
+        why: `after the load the node's ${r.image} is ${again.id ? again.id.slice(0, 12) : 'missing'}, not ${local.id.slice(0, 12)}`,
+      };
     return { ...base, status: 'copied', bytes: c.bytes, ...(h.id ? { had: h.id } : {}) };
   };
   return onEveryNode(nf, one, r.onNode);

@@ -12,7 +12,16 @@ import { allNodes } from './ray-plan.js';
 
 export * from './common.js';
 export { planCluster, toClusterPlan, resolveForNodes, type ClusterInputs, type PlannedCluster } from './plan.js';
-export { allNodes, gpusDeclared, hostShapeOf, exportLine, fabricAddress, fabricInterface, nodeEnv as nodeEnvOf, type NodeStep } from './ray-plan.js';
+export {
+  allNodes,
+  gpusDeclared,
+  hostShapeOf,
+  exportLine,
+  fabricAddress,
+  fabricInterface,
+  nodeEnv as nodeEnvOf,
+  type NodeStep,
+} from './ray-plan.js';
 export { readFabric, fabricEnvs, rdmaNodes, fabricEnv, type FabricReading } from './fabric.js';
 export { NODE_CACHE_ROOT, type NodeCaches } from './node-caches.js';
 
@@ -28,7 +37,10 @@ const recordedExecutor = (r: ClusterRecord): ExecutorKind => r.executor ?? 'ray'
  * record; without one, every record that runs on these nodes (runsOn: the rule serve refuses a
  * second cluster by). The --nodes form and the one-host form read the same records this way.
  */
-export function recordsFor(records: ClusterRecord[], sel: { name?: string; nodes?: { file: string; nf: NodesFile } }): ClusterRecord[] {
+export function recordsFor(
+  records: ClusterRecord[],
+  sel: { name?: string; nodes?: { file: string; nf: NodesFile } },
+): ClusterRecord[] {
   if (sel.name !== undefined) return records.filter((r) => r.profile === sel.name);
   const on = sel.nodes;
   return on ? records.filter((r) => runsOn(r, on.file, on.nf)) : records;
@@ -57,11 +69,16 @@ export async function stopCluster(
   const bad = (s: string) => s === 'failed' || s === 'unproven';
   // containers: the record is what names them; it goes only once every one of them is gone
   const containerLeft = !!record?.ranks?.some((r) => r.containerId) && out.ray.some((x) => !x.ok);
-  if (record && !bad(out.engine.state) && !(out.ranks ?? []).some((r) => bad(r.state)) && !containerLeft) new Registry(stateDir).remove('nodes', record.profile);
+  if (record && !bad(out.engine.state) && !(out.ranks ?? []).some((r) => bad(r.state)) && !containerLeft)
+    new Registry(stateDir).remove('nodes', record.profile);
   return { ...out, executor: kind };
 }
 
-export async function clusterStatus(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal): Promise<ClusterStatus> {
+export async function clusterStatus(
+  record: ClusterRecord,
+  nf: NodesFile | undefined,
+  signal?: AbortSignal,
+): Promise<ClusterStatus> {
   if (!nf) {
     const h = await http(`${record.url}/health`, { timeoutMs: 2000 });
     const server = h.ok ? (h.status === 200 ? 'healthy' : 'unhealthy') : 'unreachable';

@@ -11,20 +11,37 @@ import { remoteWhy, ssh } from './ssh.js';
 /** At most the last 16 MiB of the log is read, as on this host. */
 const MAX_BYTES = 16 * 1024 * 1024;
 
-/** The head's node and the shell that prints the last n lines of its log there (undefined: the nodes file does not name the head). */
-export function headLog(record: ClusterRecord, nf: NodesFile): { node: NodeEntry; tail: (n: number) => string } | undefined {
-  const head: Pick<ClusterRank, 'node' | 'logFile' | 'containerId' | 'cli'> = record.ranks?.find((r) => r.rank === 0) ?? { node: record.head, logFile: record.logFile };
+/**
+ * The head's node and the shell that prints the last n lines of its log there (undefined: the nodes file does not name
+ * the head).
+ */
+export function headLog(
+  record: ClusterRecord,
+  nf: NodesFile,
+): { node: NodeEntry; tail: (n: number) => string } | undefined {
+  const head: Pick<ClusterRank, 'node' | 'logFile' | 'containerId' | 'cli'> = record.ranks?.find(
+    (r) => r.rank === 0,
+  ) ?? { node: record.head, logFile: record.logFile };
   const node = nodeNamed(nf, head.node);
   if (!node) return undefined;
-  // as its runtime keeps it (a file the launch wrote with `> "$LOG"`, $HOME expanding on the node; or the container's logs), and as the watch reads it
+  // as its runtime keeps it (a file the launch wrote with `> "$LOG"`, $HOME expanding on the node; or the container's
+  // logs), and as the watch reads it
   return { node, tail: (n) => onRank(head).rank.tailLine(head, n) };
 }
 
 /** The head log's last lines (at most 16 MiB of them); a node that does not answer, or a log it cannot read, is why. */
-export async function readHeadLog(record: ClusterRecord, nf: NodesFile, lines: number, signal?: AbortSignal): Promise<{ lines: string[] } | { why: string }> {
+export async function readHeadLog(
+  record: ClusterRecord,
+  nf: NodesFile,
+  lines: number,
+  signal?: AbortSignal,
+): Promise<{ lines: string[] } | { why: string }> {
   const h = headLog(record, nf);
   if (!h) return { why: `the nodes file ${record.nodesFile} does not name the head ${record.head}` };
-  const x = await ssh(nf, h.node, `${h.tail(Math.max(1, lines))} | tail -c ${MAX_BYTES}`, { timeoutMs: 30_000, signal });
+  const x = await ssh(nf, h.node, `${h.tail(Math.max(1, lines))} | tail -c ${MAX_BYTES}`, {
+    timeoutMs: 30_000,
+    signal,
+  });
   if (x.exitCode !== 0) return { why: `${h.node.name} (${h.node.address}): ${remoteWhy(x)}` };
   const out = x.stdout.split('\n');
   if (out.at(-1) === '') out.pop();

@@ -35,7 +35,13 @@ const FOLDER_VARS = new Set([
   'XDG_CACHE_HOME',
 ]);
 /** Of those, the ones a rank writes into (the rest are mounted read-only). */
-const WRITTEN = new Set([...CACHE_VARS.map(([name]) => name), 'HF_MODULES_CACHE', 'VLLM_ASSETS_CACHE', 'XDG_CACHE_HOME', 'VLLM_CONFIG_ROOT']);
+const WRITTEN = new Set([
+  ...CACHE_VARS.map(([name]) => name),
+  'HF_MODULES_CACHE',
+  'VLLM_ASSETS_CACHE',
+  'XDG_CACHE_HOME',
+  'VLLM_CONFIG_ROOT',
+]);
 
 export interface NodeModel {
   /** set for every rank, on every node */
@@ -55,7 +61,9 @@ interface NodeModelInputs {
   cwd: string;
   /** the model is whole in this host's cache (serve's gate): the ranks must not reach the network for it */
   offline?: boolean;
-  /** the container runtime with its own container.hfCache: the node's folder is mounted as the container's cache instead */
+  /**
+   * the container runtime with its own container.hfCache: the node's folder is mounted as the container's cache instead
+   */
   containerHfCache?: boolean;
 }
 
@@ -65,20 +73,28 @@ export function nodeModel(p: Profile, x: NodeModelInputs): NodeModel {
     const abs = resolve(x.cwd, p.model.path);
     out.modelPath = abs;
     out.mounts.push({ path: abs, readOnly: true, why: 'model.path' });
-    out.notes.push(`the model folder ${abs} is read at that path on every node (pull --nodes does not copy a folder; preflight --nodes checks it: nodes.model-path)`);
+    out.notes.push(
+      `the model folder ${abs} is read at that path on every node (pull --nodes does not copy a folder; preflight --nodes checks it: nodes.model-path)`,
+    );
   } else if (p.model.id) {
     if (x.containerHfCache) {
-      out.notes.push(`the model ${p.model.id} is read from container.hfCache (${p.container!.hfCache}) on every node, mounted as the container's cache`);
+      out.notes.push(
+        `the model ${p.model.id} is read from container.hfCache (${p.container!.hfCache}) on every node, mounted as the container's cache`,
+      );
     } else if (p.env.HF_HUB_CACHE === undefined && p.env.HUGGINGFACE_HUB_CACHE === undefined) {
       const hub = hubCacheDir(x.env);
       out.env.HF_HUB_CACHE = hub;
       out.mounts.push({ path: hub, readOnly: true, why: 'HF_HUB_CACHE' });
-      out.notes.push(`the model ${p.model.id} is read from HF_HUB_CACHE=${hub} on every node: this host's cache, where pull --nodes copies it`);
+      out.notes.push(
+        `the model ${p.model.id} is read from HF_HUB_CACHE=${hub} on every node: this host's cache, where pull --nodes copies it`,
+      );
     }
   }
   if (x.offline && p.env.HF_HUB_OFFLINE === undefined) {
     out.env.HF_HUB_OFFLINE = '1';
-    out.notes.push('HF_HUB_OFFLINE=1 on every node: the model is whole in the cache here, so no rank reaches the Hub for it');
+    out.notes.push(
+      'HF_HUB_OFFLINE=1 on every node: the model is whole in the cache here, so no rank reaches the Hub for it',
+    );
   }
   for (const [k, v] of Object.entries(p.env)) {
     if (!FOLDER_VARS.has(k) || typeof v !== 'string' || !isAbsolute(v)) continue;
@@ -91,7 +107,12 @@ export function nodeModel(p: Profile, x: NodeModelInputs): NodeModel {
  * A rank's argv with the model by its absolute path: `argv[at]` is the model argument (after
  * `serve`); the name clients use stays the one the profile gave.
  */
-export function withAbsoluteModel(argv: string[], at: number, given: string | undefined, abs: string | undefined): string[] {
+export function withAbsoluteModel(
+  argv: string[],
+  at: number,
+  given: string | undefined,
+  abs: string | undefined,
+): string[] {
   if (!given || !abs || given === abs || argv[at] !== given) return argv;
   const named = argv.includes('--served-model-name');
   return [...argv.slice(0, at), abs, ...(named ? [] : ['--served-model-name', given]), ...argv.slice(at + 1)];

@@ -12,7 +12,10 @@ import { shellQuote } from '../../output/format.js';
 import { ssh, sshArgv, remoteWhy, printable, onEveryNode, type Remote } from './ssh.js';
 import { CONTROL_CLASS } from '../../util/control.js';
 
-/** a node's `free KIB PATH` answer (the model copy's and the image copy's disk check): a whole absolute path, no control character */
+/**
+ * a node's `free KIB PATH` answer (the model copy's and the image copy's disk check): a whole absolute path, no control
+ * character
+ */
 export const FREE_LINE = new RegExp(`^free (\\d{1,16}) (/[^${CONTROL_CLASS}]{0,1000})$`);
 
 interface SyncFile {
@@ -97,7 +100,10 @@ export function parseHolding(out: string): NodeHolding {
 }
 
 /** The blobs a node lacks (absent, or of another size), and whether it matches as it is. Pure. */
-function compareHolding(req: Pick<SyncRequest, 'commit' | 'files'>, h: NodeHolding): { matches: boolean; missing: SyncFile[]; need: number } {
+function compareHolding(
+  req: Pick<SyncRequest, 'commit' | 'files'>,
+  h: NodeHolding,
+): { matches: boolean; missing: SyncFile[]; need: number } {
   const seen = new Set<string>();
   const missing: SyncFile[] = [];
   for (const f of req.files) {
@@ -135,7 +141,13 @@ async function haveLocal(bin: string): Promise<boolean> {
  * it to the remote rsync out of band instead of on its command line: a cache folder with spaces,
  * quotes, `$` or `;` (from HF_HOME) is one path, never a command. `--` ends the options.
  */
-export function rsyncArgv(nf: NodesFile, node: NodeEntry, repoDir: string, shell = rsyncShell(nf, node), dest = repoDir): string[] {
+export function rsyncArgv(
+  nf: NodesFile,
+  node: NodeEntry,
+  repoDir: string,
+  shell = rsyncShell(nf, node),
+  dest = repoDir,
+): string[] {
   const target = `${node.sshUser}@${node.address}:${dest}/`;
   return ['-a', '--protect-args', '--from0', '--files-from=-', '-e', shell, '--', `${repoDir}/`, target];
 }
@@ -150,7 +162,9 @@ function afterBlobs(req: SyncRequest): string[] {
 
 const STAGE_PREFIX = '.sparkctl-incoming-';
 
-/** A copy to a node has a deadline a slow node cannot stretch: 10 minutes plus the bytes at 10 MB/s (as the image copy). */
+/**
+ * A copy to a node has a deadline a slow node cannot stretch: 10 minutes plus the bytes at 10 MB/s (as the image copy).
+ */
 const copyDeadlineMs = (bytes: number) => Math.round((600 + bytes / 10e6) * 1000);
 
 // Every path a copy writes on the node is made by sparkctl, in a folder it made, or checked not to be a
@@ -172,7 +186,9 @@ const GUARD = [
     'if [ -d "$t" ] && [ ! -L "$t" ]; then fail "$t is a folder where a file belongs; remove it"; fi; mv -f -T -- "$S/$p" "$t" || fail "could not move $t into place"; }',
 ].join('\n');
 
-/** The remote script that makes the repository folder (checked) and a fresh staging folder in it, and prints the latter. */
+/**
+ * The remote script that makes the repository folder (checked) and a fresh staging folder in it, and prints the latter.
+ */
 export function stageCommand(repoDir: string, announce = true): string {
   return [
     GUARD,
@@ -182,9 +198,17 @@ export function stageCommand(repoDir: string, announce = true): string {
   ].join('\n');
 }
 
-/** The remote script that moves what the staging folder holds into place, blobs first, every folder on the way checked; the staging folder goes in every case. */
+/**
+ * The remote script that moves what the staging folder holds into place, blobs first, every folder on the way checked;
+ * the staging folder goes in every case.
+ */
 export function placeCommand(repoDir: string, staging: string, paths: string[]): string {
-  return [GUARD, `R=${q(repoDir)}; S=${q(staging)}; trap 'rm -rf -- "$S"' EXIT; checkR`, ...paths.map((p) => `place ${q(p)}`), 'exit 0'].join('\n');
+  return [
+    GUARD,
+    `R=${q(repoDir)}; S=${q(staging)}; trap 'rm -rf -- "$S"' EXIT; checkR`,
+    ...paths.map((p) => `place ${q(p)}`),
+    'exit 0',
+  ].join('\n');
 }
 
 /** The staging folder the node named: only a name of the shape mktemp made, directly under the repository folder. */
@@ -201,20 +225,36 @@ function refusedWhy(r: Remote): string | undefined {
   return line ? `on the node, ${printable(line.slice(REFUSED.length).trim())}` : undefined;
 }
 
-async function makeStaging(nf: NodesFile, node: NodeEntry, req: SyncRequest): Promise<{ staging?: string; err?: string }> {
+async function makeStaging(
+  nf: NodesFile,
+  node: NodeEntry,
+  req: SyncRequest,
+): Promise<{ staging?: string; err?: string }> {
   const r = await ssh(nf, node, stageCommand(req.repoDir), { timeoutMs: 60_000, signal: req.signal });
   if (r.exitCode !== 0) return { err: refusedWhy(r) ?? `could not make ${req.repoDir}: ${remoteWhy(r)}` };
   const staging = parseStaging(r.stdout, req.repoDir);
   return staging ? { staging } : { err: `the node did not name a staging folder under ${req.repoDir}` };
 }
 
-async function placeIn(nf: NodesFile, node: NodeEntry, req: SyncRequest, staging: string, paths: string[]): Promise<string | undefined> {
+async function placeIn(
+  nf: NodesFile,
+  node: NodeEntry,
+  req: SyncRequest,
+  staging: string,
+  paths: string[],
+): Promise<string | undefined> {
   const r = await ssh(nf, node, placeCommand(req.repoDir, staging, paths), { timeoutMs: 600_000, signal: req.signal });
   if (r.exitCode === 0) return undefined;
   return refusedWhy(r) ?? `moving the copy into place on the node failed: ${remoteWhy(r)}`;
 }
 
-async function copyRsync(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths: string[], bytes: number): Promise<string | undefined> {
+async function copyRsync(
+  nf: NodesFile,
+  node: NodeEntry,
+  req: SyncRequest,
+  paths: string[],
+  bytes: number,
+): Promise<string | undefined> {
   const st = await makeStaging(nf, node, req);
   if (!st.staging) return st.err;
   const r = await execa('rsync', rsyncArgv(nf, node, req.repoDir, undefined, st.staging), {
@@ -230,9 +270,20 @@ async function copyRsync(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths
   return placeIn(nf, node, req, st.staging, paths);
 }
 
-async function copyTar(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths: string[], bytes: number): Promise<string | undefined> {
+async function copyTar(
+  nf: NodesFile,
+  node: NodeEntry,
+  req: SyncRequest,
+  paths: string[],
+  bytes: number,
+): Promise<string | undefined> {
   // One ssh: the checked repository folder, a fresh staging folder, tar into it, then placed (blobs first).
-  const remote = [stageCommand(req.repoDir, false), 'tar -C "$S" -xf -', ...paths.map((p) => `place ${q(p)}`), 'exit 0'].join('\n');
+  const remote = [
+    stageCommand(req.repoDir, false),
+    'tar -C "$S" -xf -',
+    ...paths.map((p) => `place ${q(p)}`),
+    'exit 0',
+  ].join('\n');
   const argv = sshArgv(nf, node, remote);
   const r = await execa('tar', ['-C', req.repoDir, '-cf', '-', ...paths], {
     reject: false,
@@ -244,7 +295,8 @@ async function copyTar(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths: 
     cancelSignal: req.signal,
   });
   const t = r.pipedFrom[0];
-  if (t && t.exitCode !== 0) return `tar here exited ${t.exitCode}: ${printable(String(t.stderr).trim().split('\n').slice(-1)[0] ?? '')}`;
+  if (t && t.exitCode !== 0)
+    return `tar here exited ${t.exitCode}: ${printable(String(t.stderr).trim().split('\n').slice(-1)[0] ?? '')}`;
   if (r.exitCode === 0) return undefined;
   return (
     refusedWhy({ exitCode: r.exitCode ?? null, stdout: '', stderr: String(r.stderr) }) ??
@@ -269,16 +321,29 @@ export async function syncSnapshot(nf: NodesFile, req: SyncRequest): Promise<Nod
       };
     const cmp = compareHolding(req, h);
     if (cmp.matches) return { ...base, status: 'matched' };
-    if (h.freeBytes !== undefined && cmp.need > h.freeBytes) return { ...base, status: 'failed', why: `not enough disk space in ${h.freeAt}: ${cmp.need} bytes needed, ${h.freeBytes} free` };
+    if (h.freeBytes !== undefined && cmp.need > h.freeBytes)
+      return {
+        ...base,
+        status: 'failed',
+        why: `not enough disk space in ${h.freeAt}: ${cmp.need} bytes needed, ${h.freeBytes} free`,
+      };
     const method = localRsync && h.rsync ? 'rsync' : 'tar';
     // blobs first: `place` moves them in before anything that points at them
     const paths = [...cmp.missing.map((f) => `blobs/${f.blob}`), ...afterBlobs(req)];
-    const err = method === 'rsync' ? await copyRsync(nf, via, req, paths, cmp.need) : await copyTar(nf, via, req, paths, cmp.need);
+    const err =
+      method === 'rsync'
+        ? await copyRsync(nf, via, req, paths, cmp.need)
+        : await copyTar(nf, via, req, paths, cmp.need);
     if (err) return { ...base, status: 'failed', via: method, why: err };
     // Read back: the node must now hold exactly what is here.
     const again = await ssh(nf, via, probeCommand(req), { timeoutMs: 60_000, signal: req.signal });
     if (again.exitCode !== 0 || !compareHolding(req, parseHolding(again.stdout)).matches)
-      return { ...base, status: 'failed', via: method, why: 'after the copy the node still does not hold the snapshot' };
+      return {
+        ...base,
+        status: 'failed',
+        via: method,
+        why: 'after the copy the node still does not hold the snapshot',
+      };
     return { ...base, status: 'copied', via: method, bytes: cmp.need, blobs: cmp.missing.length };
   };
   return onEveryNode(nf, one, req.onNode);

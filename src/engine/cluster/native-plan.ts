@@ -13,7 +13,14 @@ import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, fabricAddress, nodeEnv, type NodeStep } from './ray-plan.js';
 
 /** The flags a rank's argv must not carry twice: rendered here, per node. */
-const PER_NODE = new Set(['--nnodes', '--node-rank', '--master-addr', '--master-port', '--headless', '--distributed-executor-backend']);
+const PER_NODE = new Set([
+  '--nnodes',
+  '--node-rank',
+  '--master-addr',
+  '--master-port',
+  '--headless',
+  '--distributed-executor-backend',
+]);
 
 /** A profile's argv without what planNative sets per node (a value-taking flag drops its value too). */
 export function withoutPerNode(argv: string[]): string[] {
@@ -38,12 +45,18 @@ export function nativeProblem(nf: NodesFile, tensor: number, pipeline: number): 
     return `TP ${tensor} x PP ${pipeline} = ${world} ranks do not divide evenly over ${nodes.length} nodes (vLLM: "--nnodes ${nodes.length} must evenly divide the total world size (${world})")`;
   const perNode = world / nodes.length;
   const short = nodes.filter((n) => n.gpus < perNode);
-  if (short.length) return `each node runs ${perNode} of the ${world} ranks; ${short.map((n) => `${n.name} has ${n.gpus} GPUs`).join(', ')} in the nodes file`;
+  if (short.length)
+    return `each node runs ${perNode} of the ${world} ranks; ${short.map((n) => `${n.name} has ${n.gpus} GPUs`).join(', ')} in the nodes file`;
   return undefined;
 }
 
 /** The plan, node by node: rank 0 on the head (serves the API), then every worker with --headless. */
-export function planNative(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}, shared: Record<string, string> = {}): NodeStep[] {
+export function planNative(
+  nf: NodesFile,
+  vllmArgv: string[],
+  fabricEnv: Record<string, Record<string, string>> = {},
+  shared: Record<string, string> = {},
+): NodeStep[] {
   const nodes = allNodes(nf);
   const base = withoutPerNode(vllmArgv);
   const master = fabricAddress(nf.head);

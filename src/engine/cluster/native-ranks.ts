@@ -19,16 +19,34 @@ type RankStops = NonNullable<StopClusterOutcome['ranks']>;
 
 /** A native rank on its node under one runtime. */
 export interface RankOps {
-  /** rank `rank` of the plan on its step's node (`marker`: the launch's; the API key goes to rank 0 alone, never in argv) */
-  launch(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal, clock?: StartClock): Promise<Launched<ClusterRank>>;
+  /**
+   * rank `rank` of the plan on its step's node (`marker`: the launch's; the API key goes to rank 0 alone, never in
+   * argv)
+   */
+  launch(
+    plan: ClusterPlan,
+    step: NodeStep,
+    rank: number,
+    marker: string,
+    signal?: AbortSignal,
+    clock?: StartClock,
+  ): Promise<Launched<ClusterRank>>;
   /** every recorded rank stopped (the head's first, so its API drains), `graceS` before a kill */
   stop(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops>;
   /** the shell that exits 9 on the node when the rank is gone (255 is ssh failing, not an answer) */
   aliveLine(r: Pick<ClusterRank, 'node' | 'pid' | 'containerId' | 'cli'>): string;
   /** the shell that prints the rank's last `lines` log lines on its node */
   tailLine(r: Pick<ClusterRank, 'node' | 'logFile' | 'containerId' | 'cli'>, lines: number): string;
-  /** what answers on the rank's port is its own group (undefined: this runtime cannot tell; the answer is trusted, as on one host) */
-  ours(nf: NodesFile, r: ClusterRank, port: number, signal?: AbortSignal): (() => Promise<boolean | undefined>) | undefined;
+  /**
+   * what answers on the rank's port is its own group (undefined: this runtime cannot tell; the answer is trusted, as on
+   * one host)
+   */
+  ours(
+    nf: NodesFile,
+    r: ClusterRank,
+    port: number,
+    signal?: AbortSignal,
+  ): (() => Promise<boolean | undefined>) | undefined;
 }
 
 /**
@@ -36,19 +54,43 @@ export interface RankOps {
  * API key (head only) through stdin, never argv.
  * The start caches' folder is made on the node first (node-caches.ts): its state goes on the rank's clock.
  */
-async function launchOnHost(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal, clock?: StartClock): Promise<Launched<ClusterRank>> {
+async function launchOnHost(
+  plan: ClusterPlan,
+  step: NodeStep,
+  rank: number,
+  marker: string,
+  signal?: AbortSignal,
+  clock?: StartClock,
+): Promise<Launched<ClusterRank>> {
   const n = nodeOf(plan.nf, step.node);
   const logFile = `${NODE_LOGS}/${plan.replica.name}-rank${rank}.log`;
   const setup = plan.caches ? nodeCacheScript(plan.caches) : undefined;
-  const r = await launchOnNodeHost(plan.nf, n, { argv: step.argv[0]!, stepEnv: step.env, env: plan.replica.env, setup, key: rank === 0 ? plan.apiKey : undefined, marker, logFile, signal });
+  const r = await launchOnNodeHost(plan.nf, n, {
+    argv: step.argv[0]!,
+    stepEnv: step.env,
+    env: plan.replica.env,
+    setup,
+    key: rank === 0 ? plan.apiKey : undefined,
+    marker,
+    logFile,
+    signal,
+  });
   if ('error' in r) return r;
   const caches = plan.caches ? cachesFrom(r.stdout, plan.caches) : undefined;
   if (caches) clock?.cachesWere(caches);
   return { ref: { node: n.name, rank, pid: r.pid, startTime: r.startTime, marker, logFile } };
 }
 
-/** Each rank's process group: TERM, `graceS`, KILL (proven ours first); the head first (its API drains), then the workers together. */
-async function stopHostRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops> {
+/**
+ * Each rank's process group: TERM, `graceS`, KILL (proven ours first); the head first (its API drains), then the
+ * workers together.
+ */
+async function stopHostRanks(
+  nf: NodesFile,
+  ranks: ClusterRank[],
+  graceS: number,
+  signal?: AbortSignal,
+): Promise<RankStops> {
   const one = async (r: ClusterRank) => {
     const x = await stopOnNode(sshShell(nf, nodeOf(nf, r.node)), r, graceS, signal);
     return { node: r.node, rank: r.rank, ...x };
@@ -69,30 +111,57 @@ export const HOST_RANKS: RankOps = {
 };
 
 /** A rank in a container on its node: the ID its run got back (from --cidfile) is what proves it ours later. */
-async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Launched<ClusterRank>> {
+async function launchInContainer(
+  plan: ClusterPlan,
+  step: NodeStep,
+  rank: number,
+  marker: string,
+  signal?: AbortSignal,
+): Promise<Launched<ClusterRank>> {
   const n = nodeOf(plan.nf, step.node);
   const c = await runOnNode(plan.nf, n, step, marker, rank === 0 ? plan.apiKey : undefined, signal);
   if ('error' in c) return c;
   const { containerId, cli } = c.ref;
-  return { ref: { node: n.name, rank, pid: 0, marker, logFile: `${cli[0]} logs ${containerId.slice(0, 12)}`, containerId, cli } };
+  return {
+    ref: {
+      node: n.name,
+      rank,
+      pid: 0,
+      marker,
+      logFile: `${cli[0]} logs ${containerId.slice(0, 12)}`,
+      containerId,
+      cli,
+    },
+  };
 }
 
 /** Every rank's container, stopped and removed by its recorded ID: the head's first. */
-async function stopContainerRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops> {
+async function stopContainerRanks(
+  nf: NodesFile,
+  ranks: ClusterRank[],
+  graceS: number,
+  signal?: AbortSignal,
+): Promise<RankStops> {
   const out = await stopAllContainers(
     nf,
     ranks.map(refOf).filter((c): c is NodeContainerRef => !!c),
     graceS,
     signal,
   );
-  return out.map((x, i) => ({ node: x.node, rank: ranks.find((r) => r.containerId === x.id)?.rank ?? i, state: x.state, detail: x.detail }));
+  return out.map((x, i) => ({
+    node: x.node,
+    rank: ranks.find((r) => r.containerId === x.id)?.rank ?? i,
+    state: x.state,
+    detail: x.detail,
+  }));
 }
 
 /**
  * A rank's container as its record names it. A record that names a CLI and no ID (not one sparkctl
  * writes) gets an empty ID, which the runtime guard refuses as unproven: never a host pid of 0.
  */
-const containerOf = (r: Pick<ClusterRank, 'node' | 'containerId' | 'cli'>): NodeContainerRef => refOf(r) ?? { node: r.node, containerId: r.containerId ?? '', cli: r.cli ?? [] };
+const containerOf = (r: Pick<ClusterRank, 'node' | 'containerId' | 'cli'>): NodeContainerRef =>
+  refOf(r) ?? { node: r.node, containerId: r.containerId ?? '', cli: r.cli ?? [] };
 
 /** vLLM in a container on each node: proven by its recorded ID; its log the runtime's `logs`. */
 export const CONTAINER_RANKS: RankOps = {

@@ -59,7 +59,10 @@ export function nodeCacheScript(c: NodeCaches): string {
   ].join('; ');
 }
 
-/** The folder and its state from the node's answer (hostile: only a line of the exact shape, an absolute path ending in the planned folder). */
+/**
+ * The folder and its state from the node's answer (hostile: only a line of the exact shape, an absolute path ending in
+ * the planned folder).
+ */
 export function cachesFrom(stdout: string, c: NodeCaches): { dir: string; warm: boolean } | undefined {
   for (const line of stdout.split('\n')) {
     const m = /^@caches (warm|empty) (\/[^\n\0]{1,4000})$/.exec(line.trimEnd());

@@ -34,9 +34,12 @@ const line = (cli: string[], args: string[]) => [...cli, ...args].map(shellQuote
  */
 export function runLine(argv: string[], cliLen: number, withKey: boolean): string {
   const at = cliLen + 1;
-  if (argv[at - 1] !== 'run') throw new Error(`internal: a container line without run at ${at - 1}: ${argv.slice(0, at + 1).join(' ')}`);
+  if (argv[at - 1] !== 'run')
+    throw new Error(`internal: a container line without run at ${at - 1}: ${argv.slice(0, at + 1).join(' ')}`);
   const cli = argv.slice(0, cliLen);
-  const run = [...argv.slice(0, at), '--cidfile', '__CID__', ...argv.slice(at)].map((a) => (a === '__CID__' ? '"$d/cid"' : shellQuote(a))).join(' ');
+  const run = [...argv.slice(0, at), '--cidfile', '__CID__', ...argv.slice(at)]
+    .map((a) => (a === '__CID__' ? '"$d/cid"' : shellQuote(a)))
+    .join(' ');
   return [
     withKey ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
     'd=$(mktemp -d) || exit 70',
@@ -58,13 +61,19 @@ export async function runOnNode(
 ): Promise<{ ref: NodeContainerRef } | { error: string; evidence: string[] }> {
   const c = step.container!;
   const cli = [c.cli, ...c.cliArgs];
-  // what is recorded must read back (engine/runtime/cli-words.ts): options of another form would make the record corrupt to every later verb
+  // what is recorded must read back (engine/runtime/cli-words.ts): options of another form would make the record
+  // corrupt to every later verb
   const bad = cliLineProblem(cli);
   if (bad) return { error: `container.cliArgs: ${bad}`, evidence: [] };
   const argv = step.argv[0]!.map((a) => a.replace(MARKER_PLACEHOLDER, marker));
-  const r = await ssh(nf, n, runLine(argv, cli.length, !!key), { input: key ? `${key}\n` : undefined, timeoutMs: 180_000, signal });
+  const r = await ssh(nf, n, runLine(argv, cli.length, !!key), {
+    input: key ? `${key}\n` : undefined,
+    timeoutMs: 180_000,
+    signal,
+  });
   const id = (r.stdout.trim().split('\n').pop() ?? '').trim();
-  if (r.exitCode !== 0 || !CONTAINER_ID.test(id)) return { error: `${c.cli} run: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
+  if (r.exitCode !== 0 || !CONTAINER_ID.test(id))
+    return { error: `${c.cli} run: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
   return { ref: { node: n.name, containerId: id, cli } };
 }
 
@@ -88,18 +97,23 @@ function inspected(inspect: string, goneExit: number): string {
 function provenId(r: NodeContainerRef, goneExit: number): string {
   // the record's CLI words are run only when they are what sparkctl writes (the registry refuses
   // such a record as corrupt; this is the guard of any other path that hands one here)
-  if (cliLineProblem(r.cli)) return `echo 'unproven: the record names a container CLI sparkctl does not run' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
+  if (cliLineProblem(r.cli))
+    return `echo 'unproven: the record names a container CLI sparkctl does not run' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
   const id = CONTAINER_ID.test(r.containerId) ? r.containerId : '';
   if (!id) return `echo 'unproven: the record holds no full container ID' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
   const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Id}}', id]);
-  // the answer is its stdout alone: a busy runtime's warnings on stderr (CI: podman under load) are not another container
+  // the answer is its stdout alone: a busy runtime's warnings on stderr (CI: podman under load) are not another
+  // container
   return [
     inspected(inspect, goneExit),
     `[ "$s" = ${id} ] || { printf 'unproven: the runtime answers %s with another container (%s)\\n' ${id.slice(0, 12)} "$(printf '%s' "$s" | head -c 80 | tr -c '[:alnum:]._:-' ' ')" >&2; exit ${REMOTE_UNPROVEN_EXIT}; }`,
   ].join('; ');
 }
 
-/** The guard a script on the node's host runs first: exit 9 the container is gone, 4 not provably ours, 5 the runtime did not answer. */
+/**
+ * The guard a script on the node's host runs first: exit 9 the container is gone, 4 not provably ours, 5 the runtime
+ * did not answer.
+ */
 export const provenGuard = (r: NodeContainerRef) => provenId(r, 9);
 
 /** The runtime's own command line for the recorded container (no guard: put provenGuard before it). */
@@ -114,7 +128,14 @@ export const cliLine = (r: NodeContainerRef, args: string[]) => line(r.cli, args
  * (255 is ssh failing, not an answer.)
  */
 export function aliveLine(r: NodeContainerRef): string {
-  const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Status}} {{.State.ExitCode}}', r.containerId]);
+  const inspect = line(r.cli, [
+    'inspect',
+    '--type',
+    'container',
+    '--format',
+    '{{.State.Status}} {{.State.ExitCode}}',
+    r.containerId,
+  ]);
   return [
     provenId(r, 9),
     // a failed read is asked once more, its stderr kept: "no such container" is gone, another failure no answer
@@ -132,7 +153,10 @@ export function aliveLine(r: NodeContainerRef): string {
  */
 export function stopLine(r: NodeContainerRef, graceS: number): string {
   // the runtime's own stop line (docker's and podman's flags differ)
-  const stop = withCliArgs(stopArgv(r.cli[0] as ContainerCli, r.containerId, Math.max(0, Math.round(graceS))), r.cli.slice(1));
+  const stop = withCliArgs(
+    stopArgv(r.cli[0] as ContainerCli, r.containerId, Math.max(0, Math.round(graceS))),
+    r.cli.slice(1),
+  );
   return [
     provenId(r, 0),
     `${stop.map(shellQuote).join(' ')} >/dev/null 2>&1`,
@@ -155,10 +179,12 @@ function removeLoop(cli: string[], id: string): string {
 }
 
 /** The image the proven container was created from (`inspect --format {{.Image}}`); exit 9: gone. */
-export const imageLine = (r: NodeContainerRef) => `${provenId(r, 9)}; ${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Image}}', r.containerId])}`;
+export const imageLine = (r: NodeContainerRef) =>
+  `${provenId(r, 9)}; ${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Image}}', r.containerId])}`;
 
 /** The container's last lines (its output: the runtime keeps it after the container ended). */
-export const logsLine = (r: NodeContainerRef, lines = 60) => `${provenId(r, 9)}; ${line(r.cli, ['logs', '--tail', String(lines), r.containerId])} 2>&1`;
+export const logsLine = (r: NodeContainerRef, lines = 60) =>
+  `${provenId(r, 9)}; ${line(r.cli, ['logs', '--tail', String(lines), r.containerId])} 2>&1`;
 
 /** A command inside the proven container (argv, no shell of sparkctl's in between). */
 export const execLine = (r: NodeContainerRef, argv: string[], opts: { detach?: boolean; envByName?: string[] } = {}) =>
@@ -167,7 +193,13 @@ export const execLine = (r: NodeContainerRef, argv: string[], opts: { detach?: b
 export type ContainerStopState = 'stopped' | 'unproven' | 'failed';
 
 /** One container's stop over ssh, as the stop outcome says it. */
-export async function stopOnNode(nf: NodesFile, n: NodeEntry, r: NodeContainerRef, graceS: number, signal?: AbortSignal): Promise<{ state: ContainerStopState; detail?: string; remote: Remote }> {
+export async function stopOnNode(
+  nf: NodesFile,
+  n: NodeEntry,
+  r: NodeContainerRef,
+  graceS: number,
+  signal?: AbortSignal,
+): Promise<{ state: ContainerStopState; detail?: string; remote: Remote }> {
   const x = await ssh(nf, n, stopLine(r, graceS), { timeoutMs: (graceS + 30) * 1000, signal });
   const state = x.exitCode === 0 ? 'stopped' : x.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed';
   return { state, detail: state === 'stopped' ? undefined : remoteWhy(x, 1), remote: x };

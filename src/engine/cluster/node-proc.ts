@@ -4,7 +4,14 @@
 // what is proven, and what may be signalled, is decided here, by the same rule as on this host.
 // Every byte the node sends is hostile: a line that does not parse is left out, so a forged or
 // garbled answer proves less, never more.
-import { INSTANCE_ENV, stopGroupOver, type ProcFacts, type ProcTransport, type ProvenSignal, type StopHow } from '../runtime/proc.js';
+import {
+  INSTANCE_ENV,
+  stopGroupOver,
+  type ProcFacts,
+  type ProcTransport,
+  type ProvenSignal,
+  type StopHow,
+} from '../runtime/proc.js';
 import type { NodeEntry, NodesFile } from '../../profiles/schema.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { shellQuote } from '../../output/format.js';
@@ -76,7 +83,9 @@ export function waitScript(pgid: number, ms: number, leader?: { pid: number; sta
   const g = int(pgid);
   const cs = Math.max(0, Math.ceil(ms / 10));
   // the leader is alive while its stat says a non-zombie with the recorded start time (the last field)
-  const lead = leader ? `ls=$(${STAT(int(leader.pid))}); case "$ls" in Z*|'') ;; *) [ "\${ls##* }" = "${Math.trunc(Number(leader.start))}" ] && l=1;; esac` : 'l=1';
+  const lead = leader
+    ? `ls=$(${STAT(int(leader.pid))}); case "$ls" in Z*|'') ;; *) [ "\${ls##* }" = "${Math.trunc(Number(leader.start))}" ] && l=1;; esac`
+    : 'l=1';
   const now = `awk '{ printf "%d", $1 * 100 }' /proc/uptime`;
   return [
     `end=$(( $(${now}) + ${cs} )); while :; do`,
@@ -116,7 +125,8 @@ export function nodeProc(shell: NodeShell): ProcTransport {
         throw e;
       }
       const m = /^(\d+) ([01])\s*$/.exec(r.stdout.trim());
-      if (r.exitCode !== 0 || !m) throw new NodeUnreachable(`the wait on the node answered ${JSON.stringify(r.stdout.slice(0, 80))}`);
+      if (r.exitCode !== 0 || !m)
+        throw new NodeUnreachable(`the wait on the node answered ${JSON.stringify(r.stdout.slice(0, 80))}`);
       return { members: Number(m[1]), leaderAlive: m[2] === '1' };
     },
   };
@@ -133,16 +143,36 @@ interface NodeStop {
   detail?: string;
 }
 
-const STATE: Record<StopHow, NodeStop['state']> = { gone: 'stopped', terminated: 'stopped', killed: 'killed', unproven: 'unproven' };
+const STATE: Record<StopHow, NodeStop['state']> = {
+  gone: 'stopped',
+  terminated: 'stopped',
+  killed: 'killed',
+  unproven: 'unproven',
+};
 
 /**
  * Stop what a record launched on a node (its own session: the process group is its pid): the one
  * stop, proven over the node's shell. An unproven group is reported and never signalled.
  */
-export async function stopOnNode(shell: NodeShell, id: { pid: number; startTime?: number; marker?: string }, graceS: number, signal?: AbortSignal): Promise<NodeStop> {
+export async function stopOnNode(
+  shell: NodeShell,
+  id: { pid: number; startTime?: number; marker?: string },
+  graceS: number,
+  signal?: AbortSignal,
+): Promise<NodeStop> {
   try {
-    const how = await stopGroupOver(nodeProc(shell), { pid: id.pid, pgid: id.pid, startTime: id.startTime, marker: id.marker }, Math.max(0, graceS * 1000), { signal });
-    return how === 'unproven' ? { state: 'unproven', detail: `unproven: pid ${id.pid} (group ${id.pid}) is not provably the server sparkctl started: not signalled` } : { state: STATE[how] };
+    const how = await stopGroupOver(
+      nodeProc(shell),
+      { pid: id.pid, pgid: id.pid, startTime: id.startTime, marker: id.marker },
+      Math.max(0, graceS * 1000),
+      { signal },
+    );
+    return how === 'unproven'
+      ? {
+          state: 'unproven',
+          detail: `unproven: pid ${id.pid} (group ${id.pid}) is not provably the server sparkctl started: not signalled`,
+        }
+      : { state: STATE[how] };
   } catch (e) {
     if (e instanceof NodeUnreachable) return { state: 'failed', detail: e.message };
     throw e;
@@ -150,7 +180,8 @@ export async function stopOnNode(shell: NodeShell, id: { pid: number; startTime?
 }
 
 /** The launch's tail: start the server in its own session and print "PID STARTTIME". */
-export const launchAndReport = (cmd: string) => `${cmd} & p=$!; echo "$p $(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f20)"`;
+export const launchAndReport = (cmd: string) =>
+  `${cmd} & p=$!; echo "$p $(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f20)"`;
 
 /** Where a server launched on a node's host writes its log (the ssh user's state folder there). */
 export const NODE_LOGS = '$HOME/.local/state/sparkctl/logs';
@@ -159,7 +190,8 @@ export const NODE_LOGS = '$HOME/.local/state/sparkctl/logs';
  * A node path as one shell word: a leading $HOME expands on the node ("$HOME"), the rest is single-
  * quoted, so nothing in a path read back from a record ($(...), `...`, quotes, a newline) is run.
  */
-export const nodePathWord = (p: string): string => (p.startsWith('$HOME/') ? `"$HOME"${shellQuote(p.slice(5))}` : shellQuote(p));
+export const nodePathWord = (p: string): string =>
+  p.startsWith('$HOME/') ? `"$HOME"${shellQuote(p.slice(5))}` : shellQuote(p);
 
 /**
  * A vLLM group on a node's host, in its own session (the leader of its group, as on this host): the
@@ -194,6 +226,7 @@ export async function launchOnNodeHost(
   const r = await ssh(nf, node, line, { input: o.key ? `${o.key}\n` : undefined, signal: o.signal });
   const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');
   const pid = Number(pidText);
-  if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { error: remoteWhy(r), evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
+  if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1)
+    return { error: remoteWhy(r), evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
   return { pid, startTime: Number(startText) || undefined, stdout: r.stdout };
 }

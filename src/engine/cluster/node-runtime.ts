@@ -34,11 +34,17 @@ interface NodeRuntime {
   place(x: PlaceInputs, nf: NodesFile, host: NodeStep[]): NodeStep[];
   /** refused before anything starts on any node (undefined: nothing to refuse), read on the nodes over ssh */
   refuse(plan: { nf: NodesFile; steps: NodeStep[] }, signal?: AbortSignal): Promise<Diagnosis | undefined>;
-  /** the one image the planned steps run on every node, and its CLI (undefined: this runtime runs no image; upgrade by image asks) */
+  /**
+   * the one image the planned steps run on every node, and its CLI (undefined: this runtime runs no image; upgrade by
+   * image asks)
+   */
   image(steps: NodeStep[]): NodeImage | undefined;
   /** a native rank (vLLM's own --nnodes launch) on its node under this runtime */
   rank: RankOps;
-  /** a Ray cluster on the nodes under this runtime, vLLM on the head: its placement for serve's loop (the runtime's refusal is added by `placed`), its stop and its status */
+  /**
+   * a Ray cluster on the nodes under this runtime, vLLM on the head: its placement for serve's loop (the runtime's
+   * refusal is added by `placed`), its stop and its status
+   */
   ray: Pick<ClusterExecutor, 'placement' | 'stop' | 'status'>;
 }
 
@@ -58,8 +64,13 @@ const HOST_ON_NODES: NodeRuntime = {
 const CONTAINER_ON_NODES: NodeRuntime = {
   place: (x, nf, host) => containerSteps(x, nf, x.executor, host, x.perNode, x.rdmaNodes),
   rank: CONTAINER_RANKS,
-  // a record of Ray in containers always holds its containers (ranks): onRecord picks this runtime only for one that does
-  ray: { placement: rayContainersPlacement, stop: (nf, record, timeoutS, signal) => stopRayContainers(nf, record!, timeoutS, signal), status: statusRayContainers },
+  // a record of Ray in containers always holds its containers (ranks): onRecord picks this runtime only for one that
+  // does
+  ray: {
+    placement: rayContainersPlacement,
+    stop: (nf, record, timeoutS, signal) => stopRayContainers(nf, record!, timeoutS, signal),
+    status: statusRayContainers,
+  },
   image: (steps) => {
     const c = steps[0]?.container;
     return c ? { cli: c.cli, image: c.image } : undefined;
@@ -74,7 +85,8 @@ const CONTAINER_ON_NODES: NodeRuntime = {
       bad,
       ids.map((x) => `${x.node}: ${x.id ?? x.error ?? 'no image'}`),
       {
-        // an image ID or digest is already pinned (serve --nodes runs the profile's pin as its image ID): only loading it helps
+        // an image ID or digest is already pinned (serve --nodes runs the profile's pin as its image ID): only loading
+        // it helps
         fix: isPinnedRef(c.image)
           ? `load that very image on those nodes (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes); it is what every node runs (the profile's pin, or its container.image)`
           : `load the same image on every node (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes), or pin it by digest (container.image: REPO@sha256:...)`,
@@ -85,25 +97,42 @@ const CONTAINER_ON_NODES: NodeRuntime = {
 
 const ON_NODES: Record<RuntimeTraits['runtime'], NodeRuntime> = { host: HOST_ON_NODES, container: CONTAINER_ON_NODES };
 
-/** The node part of a runtime: its traits (traitsOfProfile for a plan being made, traitsOf for a planned step or record). */
+/**
+ * The node part of a runtime: its traits (traitsOfProfile for a plan being made, traitsOf for a planned step or
+ * record).
+ */
 export const onNodes = (t: Pick<RuntimeTraits, 'runtime'>): NodeRuntime => ON_NODES[t.runtime];
 
-/** The runtime a planned cluster runs under, as its first step says (every step of a plan runs under the one runtime). */
+/**
+ * The runtime a planned cluster runs under, as its first step says (every step of a plan runs under the one runtime).
+ */
 export const onStep = (s: Pick<NodeStep, 'container'> | undefined): NodeRuntime => onNodes(traitsOf(s ?? {}));
 
 /** The runtime a recorded rank runs under, as its record says (a rank in a container records its CLI). */
 export const onRank = (r: Pick<ClusterRank, 'cli'>): NodeRuntime => onNodes(traitsOf({ container: r.cli }));
 
-/** The runtime a recorded cluster runs under: its head rank's (a record without ranks: Ray on the hosts, which records none). */
-export const onRecord = (r: Pick<ClusterRecord, 'ranks'> | undefined): NodeRuntime => (r?.ranks?.[0] ? onRank(r.ranks[0]) : HOST_ON_NODES);
+/**
+ * The runtime a recorded cluster runs under: its head rank's (a record without ranks: Ray on the hosts, which records
+ * none).
+ */
+export const onRecord = (r: Pick<ClusterRecord, 'ranks'> | undefined): NodeRuntime =>
+  r?.ranks?.[0] ? onRank(r.ranks[0]) : HOST_ON_NODES;
 
 /** The image a planned cluster runs on every node, as its runtime says (undefined: it runs on the nodes' hosts). */
-export const imageOnNodes = (plan: { steps: NodeStep[] }): NodeImage | undefined => onStep(plan.steps[0]).image(plan.steps);
+export const imageOnNodes = (plan: { steps: NodeStep[] }): NodeImage | undefined =>
+  onStep(plan.steps[0]).image(plan.steps);
 
 /**
  * An executor's placement with the runtime's refusal after its own (a cluster recorded on these
  * nodes, a Ray sparkctl did not start): read on the nodes only when the executor refuses nothing.
  */
-export function placed<H extends GroupLaunch>(plan: { nf: NodesFile; steps: NodeStep[] }, signal: AbortSignal | undefined, p: NodesPlacement<H>): NodesPlacement<H> {
-  return { ...p, refuse: async (registry) => (await p.refuse(registry)) ?? (await onStep(plan.steps[0]).refuse(plan, signal)) };
+export function placed<H extends GroupLaunch>(
+  plan: { nf: NodesFile; steps: NodeStep[] },
+  signal: AbortSignal | undefined,
+  p: NodesPlacement<H>,
+): NodesPlacement<H> {
+  return {
+    ...p,
+    refuse: async (registry) => (await p.refuse(registry)) ?? (await onStep(plan.steps[0]).refuse(plan, signal)),
+  };
 }

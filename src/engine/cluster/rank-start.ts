@@ -18,14 +18,19 @@ import type { StartReport } from '../phases.js';
 import type { GroupStart } from '../start.js';
 import { allNodes, fabricAddress } from './ray-plan.js';
 
-/** One rank's (native) or node's (Ray) start: rank is the node's --node-rank (native) or its place in the nodes file (Ray; 0 the head). */
+/**
+ * One rank's (native) or node's (Ray) start: rank is the node's --node-rank (native) or its place in the nodes file
+ * (Ray; 0 the head).
+ */
 export interface RankStart {
   rank: number;
   node: string;
   start: StartReport;
 }
 
-/** The prefix Ray puts on a worker actor's forwarded line; the address is there only for another node than the driver's. */
+/**
+ * The prefix Ray puts on a worker actor's forwarded line; the address is there only for another node than the driver's.
+ */
 const RAY_ACTOR = /^(?:\s*\((?:[A-Za-z_]\w*)(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+|, ip=[0-9a-f:]+)?\))+/;
 /** The address of the last actor prefix that names one (EngineCore's own prefix comes first, without one). */
 const actorIp = (line: string) => {
@@ -47,4 +52,5 @@ export function rayLineNode(nf: NodesFile, line: string): { index: number; node:
 }
 
 /** The reports of a start over nodes as the cluster's record and outcome keep them: by rank, in rank order. */
-export const rankStarts = (reports: GroupStart[]): RankStart[] => reports.map((r) => ({ rank: r.group, node: r.node ?? '', start: r.start }));
+export const rankStarts = (reports: GroupStart[]): RankStart[] =>
+  reports.map((r) => ({ rank: r.group, node: r.node ?? '', start: r.start }));

@@ -26,15 +26,37 @@ import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { rayWatch, rayStatus, waitForCluster, type ClusterVia, type EngineWatch, type HeadLaunch } from './ray.js';
 import type { ClusterPlan } from '../plan.js';
-import { endedOnNodes, refuseRecorded, type NodesPlacement, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
-import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, stopAllContainers, type NodeContainerRef } from './node-container.js';
+import {
+  endedOnNodes,
+  refuseRecorded,
+  type NodesPlacement,
+  type ClusterStatus,
+  type RunCtx,
+  type StopClusterOutcome,
+} from './common.js';
+import {
+  aliveLine,
+  cliLine,
+  execLine,
+  logsLine,
+  provenGuard,
+  refOf,
+  runOnNode,
+  stopAllContainers,
+  type NodeContainerRef,
+} from './node-container.js';
 import { groupsOf, launchInOrder, stepOf } from '../groups.js';
 import { VLLM_PID_FILE } from './containers.js';
 
 const at = (n: NodeEntry) => `${n.name} (${n.address})`;
 
 /** The head's Ray answering inside its container (`ray status`), its container running; a deadline of `joinS`. */
-async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: number, signal?: AbortSignal): Promise<Diagnosis | undefined> {
+async function headRayUp(
+  plan: ClusterPlan,
+  head: NodeContainerRef,
+  joinS: number,
+  signal?: AbortSignal,
+): Promise<Diagnosis | undefined> {
   const { nf } = plan;
   const cancelled = failedBefore('interrupted', 'cancelled while waiting for the Ray head', []);
   if (signal?.aborted) return cancelled;
@@ -59,20 +81,32 @@ async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: numbe
     'not-started',
     `Ray head on ${at(nf.head)} did not start in its container ${head.containerId.slice(0, 12)}: ${p.value.ended ? `the container ended${endedAs}: ${logs.at(-1) ?? ''}` : `ray status did not answer within ${joinS} s (${last})`}`,
     logs.slice(-10).map((l) => `${nf.head.name}: ${l}`),
-    { fix: `read its output: ${head.cli[0]} logs ${head.containerId.slice(0, 12)} on ${nf.head.name}; sparkctl preflight --nodes ${plan.nodesFile}`, node: nf.head.name },
+    {
+      fix: `read its output: ${head.cli[0]} logs ${head.containerId.slice(0, 12)} on ${nf.head.name}; sparkctl preflight --nodes ${plan.nodesFile}`,
+      node: nf.head.name,
+    },
   );
 }
 
-/** aliveLine's "STATUS EXITCODE" of an ended container as words ("exited, exit code 137"), or '' for an answer of another shape. */
+/**
+ * aliveLine's "STATUS EXITCODE" of an ended container as words ("exited, exit code 137"), or '' for an answer of
+ * another shape.
+ */
 export function endedWords(stdout: string): string {
   const m = /^(exited|stopped|dead) (-?\d{1,4})$/.exec(stdout.trim().split('\n')[0] ?? '');
   return m ? `${m[1]}, exit code ${m[2]}` : '';
 }
 
 /** The containers that ended, each named by node with the last line of its output. undefined: all run. */
-async function endedContainers(plan: ClusterPlan, refs: NodeContainerRef[], what: string): Promise<Diagnosis | undefined> {
+async function endedContainers(
+  plan: ClusterPlan,
+  refs: NodeContainerRef[],
+  what: string,
+): Promise<Diagnosis | undefined> {
   const { nf } = plan;
-  const seen = await Promise.all(refs.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })));
+  const seen = await Promise.all(
+    refs.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })),
+  );
   const gone = seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
   if (!gone.length) return undefined;
   const how = new Map(seen.map(({ r, x }) => [r, endedWords(x.stdout) && `, ${endedWords(x.stdout)}`]));
@@ -112,7 +146,12 @@ function execCommand(plan: ClusterPlan): string[] {
 }
 
 /** vLLM started in the head's container, through exec (the key by name from the CLI's environment, read from stdin). */
-async function execVllm(plan: ClusterPlan, head: NodeContainerRef, marker: string, signal?: AbortSignal): Promise<Diagnosis | undefined> {
+async function execVllm(
+  plan: ClusterPlan,
+  head: NodeContainerRef,
+  marker: string,
+  signal?: AbortSignal,
+): Promise<Diagnosis | undefined> {
   const { nf } = plan;
   const key = plan.apiKey;
   // the instance marker in vLLM's own environment (by name, as the key): what the one proof reads on the host
@@ -123,9 +162,14 @@ async function execVllm(plan: ClusterPlan, head: NodeContainerRef, marker: strin
   ].join('; ');
   const r = await ssh(nf, nf.head, cmd, { input: key ? `${key}\n` : undefined, timeoutMs: 60_000, signal });
   if (r.exitCode !== 0)
-    return failedBefore('not-started', `vLLM did not start in the head's container on ${at(nf.head)}: ${head.cli[0]} exec: ${remoteWhy(r)}`, (r.stderr || r.stdout).trim().split('\n').slice(-6), {
-      node: nf.head.name,
-    });
+    return failedBefore(
+      'not-started',
+      `vLLM did not start in the head's container on ${at(nf.head)}: ${head.cli[0]} exec: ${remoteWhy(r)}`,
+      (r.stderr || r.stdout).trim().split('\n').slice(-6),
+      {
+        node: nf.head.name,
+      },
+    );
   return undefined;
 }
 
@@ -136,14 +180,25 @@ async function execVllm(plan: ClusterPlan, head: NodeContainerRef, marker: strin
  * is no answer (5), never "gone".
  */
 export function vllmInHeadAlive(head: NodeContainerRef): string {
-  const exec = execLine(head, ['sh', '-c', `[ -s ${VLLM_PID_FILE} ] || exit 0; read -r p < ${VLLM_PID_FILE}; kill -0 "$p" 2>/dev/null || exit 9`]);
+  const exec = execLine(head, [
+    'sh',
+    '-c',
+    `[ -s ${VLLM_PID_FILE} ] || exit 0; read -r p < ${VLLM_PID_FILE}; kill -0 "$p" 2>/dev/null || exit 9`,
+  ]);
   return `{ ${exec}; }; rc=$?; case $rc in 0|9) exit $rc;; esac; ( ${aliveLine(head)} ) >/dev/null; [ $? -eq 9 ] && exit 9; exit 5`;
 }
 
-/** Readiness watch of vLLM in the head's container: its pid (kept there by VLLM_IN_HEAD), the container's output, every node's container. */
+/**
+ * Readiness watch of vLLM in the head's container: its pid (kept there by VLLM_IN_HEAD), the container's output, every
+ * node's container.
+ */
 function containerWatch(plan: ClusterPlan, refs: NodeContainerRef[]): EngineWatch {
   const head = refs[0]!;
-  return { alive: vllmInHeadAlive(head), tail: (n) => logsLine(head, n), via: { head, ended: () => endedContainers(plan, refs, 'the Ray container') } };
+  return {
+    alive: vllmInHeadAlive(head),
+    tail: (n) => logsLine(head, n),
+    via: { head, ended: () => endedContainers(plan, refs, 'the Ray container') },
+  };
 }
 
 /**
@@ -162,7 +217,8 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
   const refs: NodeContainerRef[] = [];
   const registry = new Registry(plan.stateDir);
   return {
-    // the runtime's own refusal (the same image on every node) is added after this one by the executor (node-runtime.ts placed)
+    // the runtime's own refusal (the same image on every node) is added after this one by the executor (node-runtime.ts
+    // placed)
     refuse: async (r) => refuseRecorded(plan, r),
     before: async () => {
       // 1-2. the head's container until its Ray answers, then every worker's, concurrently
@@ -187,7 +243,8 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
       );
       refs.push(...launched.refs);
       if (launched.failure) return { failure: launched.failure };
-      // 3. Ray, asked in the head's container, lists exactly the file's nodes and GPUs (a worker whose container ended is named at once)
+      // 3. Ray, asked in the head's container, lists exactly the file's nodes and GPUs (a worker whose container ended
+      //    is named at once)
       const via: ClusterVia = { head: refs[0]!, ended: () => endedContainers(plan, refs, 'the Ray container') };
       const cluster = await waitForCluster(plan, signal, via);
       if ('failure' in cluster) {
@@ -199,7 +256,8 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
       emit({ type: 'ray-cluster', nodes: cluster.view.nodes, gpus: cluster.view.gpus });
       return cluster;
     },
-    // 4. vLLM in the head's container; the record holds every container by the ID its run got back, written before the exec
+    // 4. vLLM in the head's container; the record holds every container by the ID its run got back, written before the
+    //    exec
     launch: async () => {
       const head = refs[0]!;
       const record = containersRecord(plan, refs, marker);
@@ -219,12 +277,20 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
     joined: (_record, view) => view!,
     stop: async (_launched, record) => {
       if (record) await stopVllmInHead(nf, refs[0]!, record, 5);
-      for (const x of await stopAllContainers(nf, refs, 5)) emit({ type: 'cleanup', node: x.node, what: x.state === 'stopped' ? 'container removed' : `container left: ${x.detail}` });
+      for (const x of await stopAllContainers(nf, refs, 5))
+        emit({
+          type: 'cleanup',
+          node: x.node,
+          what: x.state === 'stopped' ? 'container removed' : `container left: ${x.detail}`,
+        });
     },
   };
 }
 
-/** The record of Ray in containers: every node's container by the ID its run got back (vLLM's log is the head container's output). */
+/**
+ * The record of Ray in containers: every node's container by the ID its run got back (vLLM's log is the head
+ * container's output).
+ */
 function containersRecord(plan: ClusterPlan, refs: NodeContainerRef[], marker: string): ClusterRecord {
   const head = refs[0]!;
   return {
@@ -241,7 +307,15 @@ function containersRecord(plan: ClusterPlan, refs: NodeContainerRef[], marker: s
     startedAt: new Date().toISOString(),
     ...(plan.launch ? { launch: plan.launch } : {}),
     marker,
-    ranks: refs.map((r, rank) => ({ node: r.node, rank, pid: 0, marker, logFile: `${r.cli[0]} logs ${r.containerId.slice(0, 12)}`, containerId: r.containerId, cli: r.cli })),
+    ranks: refs.map((r, rank) => ({
+      node: r.node,
+      rank,
+      pid: 0,
+      marker,
+      logFile: `${r.cli[0]} logs ${r.containerId.slice(0, 12)}`,
+      containerId: r.containerId,
+      cli: r.cli,
+    })),
   };
 }
 
@@ -275,7 +349,8 @@ function hostPidLine(head: NodeContainerRef): string {
     `c=$(${inspect} 2>/dev/null); case "$c" in ''|0|*[!0-9]*) exit 7;; esac`,
     `i=$(${cat} 2>/dev/null | head -c 24 | tr -d ' \\n'); case "$i" in '') exit 7;; *[!0-9]*) exit 8;; esac`,
     'ns=$(readlink /proc/$c/ns/pid) || exit 7',
-    // only a process in a nested pid namespace (NSpid has two fields or more) whose innermost pid is $i, then the one in the container's
+    // only a process in a nested pid namespace (NSpid has two fields or more) whose innermost pid is $i, then the one
+    // in the container's
     `for d in $(grep -H '^NSpid:' /proc/[0-9]*/status 2>/dev/null | awk -v i="$i" 'NF > 2 && $NF == i { sub(/[/]status:.*/, "", $1); print $1 }'); do [ "$(readlink $d/ns/pid 2>/dev/null)" = "$ns" ] && { echo "@host \${d#/proc/}"; exit 0; }; done`,
     'exit 7',
   ].join('\n');
@@ -293,7 +368,13 @@ export function hostPidFrom(stdout: string): number | undefined {
  * the marker its exec gave it; its pid and start time then prove it at every stop. undefined: not found
  * within 5 s, or not proven (nothing is recorded, and the stop falls back: stopVllmInHead).
  */
-export async function readInHead(shell: NodeShell, head: NodeContainerRef, marker: string, signal?: AbortSignal, tries = 20): Promise<ClusterRecord['inHead']> {
+export async function readInHead(
+  shell: NodeShell,
+  head: NodeContainerRef,
+  marker: string,
+  signal?: AbortSignal,
+  tries = 20,
+): Promise<ClusterRecord['inHead']> {
   // the pid file is written a moment after exec returns: a few tries, bounded
   for (let i = 0; i < tries && !signal?.aborted; i++) {
     const r = await shell(hostPidLine(head), { timeoutMs: 15_000, signal });
@@ -302,7 +383,9 @@ export async function readInHead(shell: NodeShell, head: NodeContainerRef, marke
       try {
         const facts = await nodeProc(shell).facts({ pid, pgid: pid });
         const startTime = facts.startTime(pid);
-        return startTime && facts.groupMembers(pid).includes(pid) && facts.marker(pid) === marker ? { pid, startTime } : undefined;
+        return startTime && facts.groupMembers(pid).includes(pid) && facts.marker(pid) === marker
+          ? { pid, startTime }
+          : undefined;
       } catch (e) {
         if (e instanceof NodeUnreachable) return undefined;
         throw e;
@@ -334,13 +417,27 @@ async function stopVllmInHead(
   const x = await ssh(nf, nf.head, vllmStopLine(head, graceS), { timeoutMs: (graceS + 30) * 1000, signal });
   return {
     node: record.head,
-    state: x.exitCode === 0 || x.exitCode === 9 ? 'stopped' : x.exitCode === 3 ? 'killed' : x.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed',
+    state:
+      x.exitCode === 0 || x.exitCode === 9
+        ? 'stopped'
+        : x.exitCode === 3
+          ? 'killed'
+          : x.exitCode === REMOTE_UNPROVEN_EXIT
+            ? 'unproven'
+            : 'failed',
     detail: x.exitCode === 0 || x.exitCode === 3 || x.exitCode === 9 ? undefined : remoteWhy(x, 1),
   };
 }
 
-/** A recorded Ray-in-containers cluster: vLLM in the head's container first (it drains), then every node's container. */
-export async function stopRayContainers(nf: NodesFile, record: ClusterRecord, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
+/**
+ * A recorded Ray-in-containers cluster: vLLM in the head's container first (it drains), then every node's container.
+ */
+export async function stopRayContainers(
+  nf: NodesFile,
+  record: ClusterRecord,
+  timeoutS: number,
+  signal?: AbortSignal,
+): Promise<StopClusterOutcome> {
   const refs = (record.ranks ?? []).map(refOf).filter((r): r is NodeContainerRef => !!r);
   const head = refs.find((r) => r.node === record.head);
   let engine: StopClusterOutcome['engine'] = { node: record.head, state: 'not-recorded' };
@@ -351,14 +448,26 @@ export async function stopRayContainers(nf: NodesFile, record: ClusterRecord, ti
   // a head container not provably ours is left alone, and so is the rest of what it names
   const stops = engine.state === 'unproven' && !processGone ? [] : await stopAllContainers(nf, refs, timeoutS, signal);
   const headStop = stops.find((x) => x.node === record.head);
-  if (processGone && headStop) engine = headStop.state === 'stopped' ? { node: record.head, state: 'stopped' } : { node: record.head, state: headStop.state, detail: headStop.detail };
+  if (processGone && headStop)
+    engine =
+      headStop.state === 'stopped'
+        ? { node: record.head, state: 'stopped' }
+        : { node: record.head, state: headStop.state, detail: headStop.detail };
   return {
     engine,
-    ray: stops.map((x) => ({ node: x.node, ok: x.state === 'stopped', detail: x.state === 'stopped' ? `container ${x.id.slice(0, 12)} removed` : (x.detail ?? x.state) })),
+    ray: stops.map((x) => ({
+      node: x.node,
+      ok: x.state === 'stopped',
+      detail: x.state === 'stopped' ? `container ${x.id.slice(0, 12)} removed` : (x.detail ?? x.state),
+    })),
   };
 }
 
-export async function statusRayContainers(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal): Promise<ClusterStatus> {
+export async function statusRayContainers(
+  record: ClusterRecord,
+  nf: NodesFile | undefined,
+  signal?: AbortSignal,
+): Promise<ClusterStatus> {
   const head = (record.ranks ?? []).map(refOf).find((r) => r?.node === record.head);
   return rayStatus(record, nf, signal, head);
 }

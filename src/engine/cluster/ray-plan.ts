@@ -7,7 +7,8 @@ import { shellQuote } from '../../output/format.js';
 
 export const allNodes = (nf: NodesFile): NodeEntry[] => [nf.head, ...nf.workers];
 /** The node of this name (undefined: the file does not name it). */
-export const nodeNamed = (nf: NodesFile, name: string): NodeEntry | undefined => allNodes(nf).find((n) => n.name === name);
+export const nodeNamed = (nf: NodesFile, name: string): NodeEntry | undefined =>
+  allNodes(nf).find((n) => n.name === name);
 /** A recorded or planned node, which the file names (checked before anything runs: nodesMissing, planCluster). */
 export const nodeOf = (nf: NodesFile, name: string): NodeEntry => nodeNamed(nf, name)!;
 export const gpusDeclared = (nf: NodesFile) => allNodes(nf).reduce((a, n) => a + n.gpus, 0);
@@ -22,9 +23,19 @@ export const fabricInterface = (n: NodeEntry) => n.fabric?.interface ?? n.interf
  * `read` adds what was read from the node's fabric (NCCL_IB_HCA, NCCL_IB_GID_INDEX, UCX_NET_DEVICES);
  * `shared`: what every rank needs alike (the profile's env, where the model is: model-env.ts).
  */
-export function nodeEnv(node: NodeEntry, read: Record<string, string> = {}, shared: Record<string, string> = {}): Record<string, string> {
+export function nodeEnv(
+  node: NodeEntry,
+  read: Record<string, string> = {},
+  shared: Record<string, string> = {},
+): Record<string, string> {
   const ifname = fabricInterface(node);
-  return { ...shared, VLLM_HOST_IP: fabricAddress(node), NCCL_SOCKET_IFNAME: ifname, GLOO_SOCKET_IFNAME: ifname, ...read };
+  return {
+    ...shared,
+    VLLM_HOST_IP: fabricAddress(node),
+    NCCL_SOCKET_IFNAME: ifname,
+    GLOO_SOCKET_IFNAME: ifname,
+    ...read,
+  };
 }
 export const exportLine = (env: Record<string, string>) =>
   `export ${Object.entries(env)
@@ -42,7 +53,14 @@ export interface NodeStep {
 }
 
 export function hostShapeOf(nf: NodesFile): HostShape {
-  return { gpus: nf.head.gpus, gpusSource: 'nodes', gpuMemoryBytes: 0, multiNode: true, nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) };
+  return {
+    gpus: nf.head.gpus,
+    gpusSource: 'nodes',
+    gpuMemoryBytes: 0,
+    multiNode: true,
+    nodes: allNodes(nf).length,
+    gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)),
+  };
 }
 
 /**
@@ -50,7 +68,12 @@ export function hostShapeOf(nf: NodesFile): HostShape {
  * goes to every node's `ray start`: Ray's workers inherit the raylet's environment, and vLLM copies
  * from the driver to them only the variables of its own list (vllm/ray/ray_env.py, get_env_vars_to_copy).
  */
-export function planNodes(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}, shared: Record<string, string> = {}): NodeStep[] {
+export function planNodes(
+  nf: NodesFile,
+  vllmArgv: string[],
+  fabricEnv: Record<string, Record<string, string>> = {},
+  shared: Record<string, string> = {},
+): NodeStep[] {
   const head = nf.head;
   const headIp = fabricAddress(head);
   const steps: NodeStep[] = [
@@ -59,7 +82,19 @@ export function planNodes(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<s
       role: 'head',
       address: head.address,
       env: nodeEnv(head, fabricEnv[head.name], shared),
-      argv: [['ray', 'start', '--head', '--port', String(nf.rayPort), '--node-ip-address', headIp, '--num-gpus', String(head.gpus)]],
+      argv: [
+        [
+          'ray',
+          'start',
+          '--head',
+          '--port',
+          String(nf.rayPort),
+          '--node-ip-address',
+          headIp,
+          '--num-gpus',
+          String(head.gpus),
+        ],
+      ],
     },
   ];
   for (const w of nf.workers) {
@@ -68,7 +103,18 @@ export function planNodes(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<s
       role: 'worker',
       address: w.address,
       env: nodeEnv(w, fabricEnv[w.name], shared),
-      argv: [['ray', 'start', '--address', `${headIp}:${nf.rayPort}`, '--node-ip-address', fabricAddress(w), '--num-gpus', String(w.gpus)]],
+      argv: [
+        [
+          'ray',
+          'start',
+          '--address',
+          `${headIp}:${nf.rayPort}`,
+          '--node-ip-address',
+          fabricAddress(w),
+          '--num-gpus',
+          String(w.gpus),
+        ],
+      ],
     });
   }
   steps[0]!.argv.push(vllmArgv);
@@ -116,7 +162,13 @@ export function parseRayNodes(text: string): RayNode[] | undefined {
   if (!Array.isArray(list)) return undefined;
   const out: RayNode[] = [];
   for (const n of list) {
-    if (typeof n?.id !== 'string' || typeof n?.ip !== 'string' || typeof n?.gpus !== 'number' || !Number.isFinite(n.gpus)) return undefined;
+    if (
+      typeof n?.id !== 'string' ||
+      typeof n?.ip !== 'string' ||
+      typeof n?.gpus !== 'number' ||
+      !Number.isFinite(n.gpus)
+    )
+      return undefined;
     out.push({ id: n.id, ip: n.ip, state: typeof n.state === 'string' ? n.state : 'unknown', gpus: n.gpus });
   }
   return out;
@@ -135,7 +187,11 @@ export interface ClusterView {
   complete: boolean;
 }
 
-export function compareCluster(nf: NodesFile, counts: RayStatusCounts | undefined, nodes: RayNode[] | undefined): ClusterView {
+export function compareCluster(
+  nf: NodesFile,
+  counts: RayStatusCounts | undefined,
+  nodes: RayNode[] | undefined,
+): ClusterView {
   const want = allNodes(nf);
   if (nodes) {
     const byIp = new Map(nodes.map((n) => [n.ip, n]));
@@ -146,7 +202,14 @@ export function compareCluster(nf: NodesFile, counts: RayStatusCounts | undefine
       return n && n.gpus !== w.gpus ? [{ node: w, gpus: n.gpus }] : [];
     });
     const gpus = nodes.reduce((a, n) => a + n.gpus, 0);
-    return { nodes: nodes.length, gpus, missing, extra, wrongGpus, complete: !missing.length && !extra.length && !wrongGpus.length };
+    return {
+      nodes: nodes.length,
+      gpus,
+      missing,
+      extra,
+      wrongGpus,
+      complete: !missing.length && !extra.length && !wrongGpus.length,
+    };
   }
   const c = counts ?? { nodes: 0, gpus: 0 };
   return { nodes: c.nodes, gpus: c.gpus, complete: c.nodes === want.length && c.gpus === gpusDeclared(nf) };
@@ -154,10 +217,17 @@ export function compareCluster(nf: NodesFile, counts: RayStatusCounts | undefine
 
 /** One line an operator can act on: which node, how many GPUs, against what the file declares. */
 export function describeShortfall(nf: NodesFile, v: ClusterView): string {
-  const parts = [`the Ray cluster has ${v.nodes} node(s) with ${v.gpus} GPUs; the nodes file declares ${allNodes(nf).length} with ${gpusDeclared(nf)}`];
+  const parts = [
+    `the Ray cluster has ${v.nodes} node(s) with ${v.gpus} GPUs; the nodes file declares ${allNodes(nf).length} with ${gpusDeclared(nf)}`,
+  ];
   if (v.missing?.length) parts.push(`missing: ${v.missing.map((n) => `${n.name} (${n.address})`).join(', ')}`);
-  if (v.extra?.length) parts.push(`not in the nodes file: ${v.extra.map((n) => `${n.ip} (${n.gpus} GPUs)`).join(', ')}`);
-  if (v.wrongGpus?.length) parts.push(v.wrongGpus.map((w) => `${w.node.name} has ${w.gpus} GPUs in Ray, ${w.node.gpus} in the nodes file`).join('; '));
-  if (!v.missing && v.nodes < allNodes(nf).length) parts.push('which node is missing is unknown (ray status lists node ids only)');
+  if (v.extra?.length)
+    parts.push(`not in the nodes file: ${v.extra.map((n) => `${n.ip} (${n.gpus} GPUs)`).join(', ')}`);
+  if (v.wrongGpus?.length)
+    parts.push(
+      v.wrongGpus.map((w) => `${w.node.name} has ${w.gpus} GPUs in Ray, ${w.node.gpus} in the nodes file`).join('; '),
+    );
+  if (!v.missing && v.nodes < allNodes(nf).length)
+    parts.push('which node is missing is unknown (ray status lists node ids only)');
   return parts.join('; ');
 }

@@ -3,7 +3,16 @@
 // head's Ray lives there, its CLI and Python with it).
 import type { NodesFile } from '../../profiles/schema.js';
 import { ssh, remoteWhy } from './ssh.js';
-import { compareCluster, fabricAddress, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, type ClusterView, type RayNode } from './ray-plan.js';
+import {
+  compareCluster,
+  fabricAddress,
+  parseRayStatus,
+  parseRayNodes,
+  rayPython,
+  RAY_NODES_PY,
+  type ClusterView,
+  type RayNode,
+} from './ray-plan.js';
 import { execLine, type NodeContainerRef } from './node-container.js';
 
 export interface RaySeen {
@@ -20,10 +29,16 @@ export function rayReadLines(nf: NodesFile, head?: NodeContainerRef): { status: 
   return { status: execLine(head, ['ray', 'status']), nodes: execLine(head, ['sh', '-c', py]) };
 }
 
-/** Ray's view of the cluster, from the head: its node list (addresses) when Ray's Python API answers, else `ray status`'s counts. */
+/**
+ * Ray's view of the cluster, from the head: its node list (addresses) when Ray's Python API answers, else `ray
+ * status`'s counts.
+ */
 export async function readCluster(nf: NodesFile, signal?: AbortSignal, head?: NodeContainerRef): Promise<RaySeen> {
   const lines = rayReadLines(nf, head);
-  const [st, js] = await Promise.all([ssh(nf, nf.head, lines.status, { timeoutMs: 30_000, signal }), ssh(nf, nf.head, lines.nodes, { timeoutMs: 30_000, signal })]);
+  const [st, js] = await Promise.all([
+    ssh(nf, nf.head, lines.status, { timeoutMs: 30_000, signal }),
+    ssh(nf, nf.head, lines.nodes, { timeoutMs: 30_000, signal }),
+  ]);
   const counts = st.exitCode === 0 ? parseRayStatus(st.stdout) : undefined;
   const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;
   if (!counts && !nodes) return { status: st.stdout, error: remoteWhy(st) };

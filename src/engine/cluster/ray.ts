@@ -14,7 +14,15 @@ import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
 import { launchOnNodeHost, NODE_LOGS, nodePathWord, stopOnNode, sshShell } from './node-proc.js';
-import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus, type ClusterView, type NodeStep } from './ray-plan.js';
+import {
+  allNodes,
+  exportLine,
+  fabricAddress,
+  describeShortfall,
+  parseRayStatus,
+  type ClusterView,
+  type NodeStep,
+} from './ray-plan.js';
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
 import { pollUntil } from '../../util/poll.js';
@@ -39,14 +47,22 @@ import {
 
 // the start caches' folder made on the node before Ray starts there: Ray's workers (vLLM's ranks) are
 // the raylet's children and take its environment (node-caches.ts)
-const rayStart = (s: NodeStep, caches?: NodeCaches) => [exportLine(s.env), ...(caches ? [nodeCacheScript(caches)] : []), s.argv[0]!.map(shellQuote).join(' ')].join('; ');
+const rayStart = (s: NodeStep, caches?: NodeCaches) =>
+  [exportLine(s.env), ...(caches ? [nodeCacheScript(caches)] : []), s.argv[0]!.map(shellQuote).join(' ')].join('; ');
 
 /**
  * One node's `ray start` under its deadline. Ray gives a raylet a fixed 30 s to register with the
  * GCS ("The current node timed out during startup"); a busy machine can miss that once. Transient:
  * clean that node and try once more, as an operator would.
  */
-async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number, signal?: AbortSignal, caches?: NodeCaches): Promise<Remote> {
+async function startRay(
+  nf: NodesFile,
+  n: NodeEntry,
+  s: NodeStep,
+  joinS: number,
+  signal?: AbortSignal,
+  caches?: NodeCaches,
+): Promise<Remote> {
   const r = await ssh(nf, n, rayStart(s, caches), { remoteTimeoutS: joinS, signal });
   if (r.exitCode === 0 || !/timed out during startup/.test(r.stderr + r.stdout)) return r;
   await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000, signal });
@@ -96,37 +112,60 @@ async function stopOurRay(nf: NodesFile, ours: Set<NodeEntry>, emit: EventSink) 
   await Promise.all(
     [...ours].map(async (n) => {
       const r = await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000 });
-      emit({ type: 'cleanup', node: n.name, what: r.exitCode === 0 ? 'ray stopped' : `ray stop failed: ${remoteWhy(r, 1)}` });
+      emit({
+        type: 'cleanup',
+        node: n.name,
+        what: r.exitCode === 0 ? 'ray stopped' : `ray stop failed: ${remoteWhy(r, 1)}`,
+      });
     }),
   );
 }
 
 /** 0. One cluster per set of nodes: a second serve must not touch the running one, nor a Ray sparkctl did not start. */
-async function refuseRunning(plan: ClusterPlan, registry: Registry, signal?: AbortSignal): Promise<Diagnosis | undefined> {
+async function refuseRunning(
+  plan: ClusterPlan,
+  registry: Registry,
+  signal?: AbortSignal,
+): Promise<Diagnosis | undefined> {
   const { nf } = plan;
   const running = refuseRecorded(plan, registry);
   if (running) return running;
   const pre = await ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal });
   if (pre.exitCode === 0 && parseRayStatus(pre.stdout)) {
-    return failedBefore('refused', `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`, pre.stdout.trim().split('\n').slice(0, 12), {
-      fix: `if nothing else uses it: ray stop on every node (or sparkctl stop --nodes ${plan.nodesFile}), then serve again`,
-      node: nf.head.name,
-    });
+    return failedBefore(
+      'refused',
+      `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`,
+      pre.stdout.trim().split('\n').slice(0, 12),
+      {
+        fix: `if nothing else uses it: ray stop on every node (or sparkctl stop --nodes ${plan.nodesFile}), then serve again`,
+        node: nf.head.name,
+      },
+    );
   }
   return undefined;
 }
 
 /** 1. Ray head, then every worker (concurrently); each `ray start` has a deadline on its node. */
-async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: EventSink, signal?: AbortSignal): Promise<Diagnosis | undefined> {
+async function startRayCluster(
+  plan: ClusterPlan,
+  ours: Set<NodeEntry>,
+  emit: EventSink,
+  signal?: AbortSignal,
+): Promise<Diagnosis | undefined> {
   const { nf } = plan;
   const joinS = plan.joinTimeoutS ?? 90;
   ours.add(nf.head);
   const h = await startRay(nf, nf.head, plan.steps[0]!, joinS, signal, plan.caches);
   if (h.exitCode !== 0)
-    return failedBefore('not-started', `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`, (h.stderr || h.stdout).trim().split('\n').slice(-10), {
-      fix: `check Ray on ${nf.head.name}: ssh ${nf.head.sshUser}@${nf.head.address} ray status; sparkctl preflight --nodes ${plan.nodesFile}`,
-      node: nf.head.name,
-    });
+    return failedBefore(
+      'not-started',
+      `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`,
+      (h.stderr || h.stdout).trim().split('\n').slice(-10),
+      {
+        fix: `check Ray on ${nf.head.name}: ssh ${nf.head.sshUser}@${nf.head.address} ray status; sparkctl preflight --nodes ${plan.nodesFile}`,
+        node: nf.head.name,
+      },
+    );
   emit({ type: 'ray-head', node: nf.head.name });
   const joins = await Promise.all(
     plan.steps.slice(1).map(async (s) => {
@@ -143,7 +182,10 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: Ev
   return failedBefore(
     'not-started',
     failedJoins
-      .map((j) => `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`)
+      .map(
+        (j) =>
+          `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`,
+      )
       .join('\n'),
     failedJoins.flatMap((j) =>
       (j.r.stderr || j.r.stdout)
@@ -163,7 +205,11 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: Ev
  * 2. Wait until Ray lists exactly the nodes and GPUs of the file. A view that stops changing while
  * short is final: name the missing node within seconds, not at the deadline.
  */
-export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, via?: ClusterVia): Promise<{ view: ClusterView } | { failure: Diagnosis }> {
+export async function waitForCluster(
+  plan: ClusterPlan,
+  signal?: AbortSignal,
+  via?: ClusterVia,
+): Promise<{ view: ClusterView } | { failure: Diagnosis }> {
   const { nf } = plan;
   const cancelled = { failure: failedBefore('interrupted', 'cancelled while waiting for the Ray cluster', []) };
   if (signal?.aborted) return cancelled;
@@ -179,13 +225,23 @@ export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, vi
     // Ray in containers: a node's container that ended will not join, whatever the wait
     const ended = await via?.ended();
     if (ended) return { seen, ended };
-    const key = JSON.stringify(v ? [v.nodes, v.gpus, v.missing?.map((n) => n.name), v.extra?.map((n) => n.ip)] : seen.error);
+    const key = JSON.stringify(
+      v ? [v.nodes, v.gpus, v.missing?.map((n) => n.name), v.extra?.map((n) => n.ip)] : seen.error,
+    );
     if (key !== last) (last = key), (lastChange = Date.now());
     // Every node listed but the GPUs differ, or a node too many: waiting will not change it.
-    const final = !!v && (v.nodes > allNodes(nf).length || (v.extra?.length ?? 0) > 0 || (v.nodes === allNodes(nf).length && !v.missing?.length));
+    const final =
+      !!v &&
+      (v.nodes > allNodes(nf).length ||
+        (v.extra?.length ?? 0) > 0 ||
+        (v.nodes === allNodes(nf).length && !v.missing?.length));
     return { seen, final: final || unchanged() };
   };
-  const r = await pollUntil(read, (x) => !!x.seen.view?.complete || !!x.ended || !!x.final, { deadlineMs: plan.rayWaitMs ?? 120_000, intervalMs: 1000, signal });
+  const r = await pollUntil(read, (x) => !!x.seen.view?.complete || !!x.ended || !!x.final, {
+    deadlineMs: plan.rayWaitMs ?? 120_000,
+    intervalMs: 1000,
+    signal,
+  });
   const { seen, ended } = r.value;
   const v = seen.view;
   if (v?.complete) return { view: v };
@@ -207,15 +263,31 @@ export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, vi
   };
 }
 
-/** 3. vLLM on the head, in its own session (the one launch on a node's host: node-proc.ts); the key goes through stdin, never argv. */
-async function launchEngine(plan: ClusterPlan, signal?: AbortSignal, clock?: StartClock): Promise<Launched<HeadLaunch>> {
+/**
+ * 3. vLLM on the head, in its own session (the one launch on a node's host: node-proc.ts); the key goes through stdin,
+ *    never argv.
+ */
+async function launchEngine(
+  plan: ClusterPlan,
+  signal?: AbortSignal,
+  clock?: StartClock,
+): Promise<Launched<HeadLaunch>> {
   const { nf } = plan;
   const rep = plan.replica;
   const logFile = `${NODE_LOGS}/${rep.name}.log`;
   // What proves, before any signal, that the group on the head is the one this launch started.
   const marker = randomUUID();
   const setup = plan.caches ? nodeCacheScript(plan.caches) : undefined;
-  const l = await launchOnNodeHost(nf, nf.head, { argv: rep.argv, stepEnv: plan.steps[0]!.env, env: rep.env, setup, key: plan.apiKey, marker, logFile, signal });
+  const l = await launchOnNodeHost(nf, nf.head, {
+    argv: rep.argv,
+    stepEnv: plan.steps[0]!.env,
+    env: rep.env,
+    setup,
+    key: plan.apiKey,
+    marker,
+    logFile,
+    signal,
+  });
   if ('error' in l) return { error: `vLLM did not start on ${nf.head.name}: ${l.error}`, evidence: [] };
   const { pid, startTime } = l;
   const caches = plan.caches ? cachesFrom(l.stdout, plan.caches) : undefined;
@@ -243,19 +315,30 @@ async function stopEngine(nf: NodesFile, record: ClusterRecord) {
   await stopOnNode(sshShell(nf, nf.head), record, 5);
 }
 
-/** How the engine on the head is watched while it starts: its process, its log, Ray's view and (in containers) every node's container. */
+/**
+ * How the engine on the head is watched while it starts: its process, its log, Ray's view and (in containers) every
+ * node's container.
+ */
 export interface EngineWatch {
-  /** a shell line on the head: exit 0 the engine runs, 9 it is gone; any other exit is no answer (a busy runtime, ssh), never "gone" */
+  /**
+   * a shell line on the head: exit 0 the engine runs, 9 it is gone; any other exit is no answer (a busy runtime, ssh),
+   * never "gone"
+   */
   alive: string;
   /** the shell line that prints the last n lines of the engine's log on the head */
   tail: (lines: number) => string;
   /** Ray in containers: where the head's Ray answers, and a node's container that ended */
   via?: ClusterVia;
-  /** the head's listening socket is held by the engine's own group (the one-host path's socket-owner proof); absent: cannot tell */
+  /**
+   * the head's listening socket is held by the engine's own group (the one-host path's socket-owner proof); absent:
+   * cannot tell
+   */
   ours?: () => Promise<boolean | undefined>;
 }
 
-/** Ray in containers: the head's container (Ray is asked there) and the check that names a node whose container ended. */
+/**
+ * Ray in containers: the head's container (Ray is asked there) and the check that names a node whose container ended.
+ */
 export interface ClusterVia {
   head: NodeContainerRef;
   ended(): Promise<Diagnosis | undefined>;
@@ -276,7 +359,13 @@ const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): 
  * the head's log, its phases), racing the engine's process, the deadline and the cluster: a node that
  * leaves makes vLLM wait for its placement group forever (as real vLLM does); name it.
  */
-export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal | undefined, watch: EngineWatch, start: StartRecord): NodeWatch {
+export function rayWatch(
+  plan: ClusterPlan,
+  emit: EventSink,
+  signal: AbortSignal | undefined,
+  watch: EngineWatch,
+  start: StartRecord,
+): NodeWatch {
   const { nf } = plan;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
@@ -331,7 +420,12 @@ export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal
           causeId: 'ray-lost-capacity',
           ...(placementLine ? { evidence: placementLine } : {}),
           fix: `bring ${missing.map((n) => n.name).join(', ') || 'the missing node'} back (ray status on it), then serve again; sparkctl preflight --nodes ${plan.nodesFile}`,
-          lastLines: ['ray status on ' + nf.head.name + ':', ...(lost.status ?? '').trim().split('\n').slice(0, 30), `${plan.replica.name}.log:`, ...tail.trim().split('\n').slice(-8)],
+          lastLines: [
+            'ray status on ' + nf.head.name + ':',
+            ...(lost.status ?? '').trim().split('\n').slice(0, 30),
+            `${plan.replica.name}.log:`,
+            ...tail.trim().split('\n').slice(-8),
+          ],
           ...(missing.length === 1 ? { node: missing[0]!.name } : {}),
         };
       }
@@ -342,28 +436,62 @@ export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal
 }
 
 /** Ends the recorded vLLM on the head (its process group: TERM, wait, KILL), then Ray on every node of the file. */
-export async function stopRay(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
+export async function stopRay(
+  nf: NodesFile,
+  record: ClusterRecord | undefined,
+  timeoutS: number,
+  signal?: AbortSignal,
+): Promise<StopClusterOutcome> {
   let engine: StopClusterOutcome['engine'] = { node: nf.head.name, state: 'not-recorded' };
   if (record) {
     // Never a signal to a group not proven ours (a reused pid on the head): 'unproven', reported.
     engine = { node: nf.head.name, ...(await stopOnNode(sshShell(nf, nf.head), record, timeoutS, signal)) };
   }
-  const stops = await Promise.all(allNodes(nf).map(async (n) => ({ n, r: await ssh(nf, n, 'ray stop', { timeoutMs: 90_000, signal }) })));
-  return { engine, ray: stops.map(({ n, r }) => ({ node: n.name, ok: r.exitCode === 0, detail: r.exitCode === 0 ? 'stopped' : remoteWhy(r, 1) })) };
+  const stops = await Promise.all(
+    allNodes(nf).map(async (n) => ({ n, r: await ssh(nf, n, 'ray stop', { timeoutMs: 90_000, signal }) })),
+  );
+  return {
+    engine,
+    ray: stops.map(({ n, r }) => ({
+      node: n.name,
+      ok: r.exitCode === 0,
+      detail: r.exitCode === 0 ? 'stopped' : remoteWhy(r, 1),
+    })),
+  };
 }
 
 /** A running cluster as the operator sees it: the head's server, and every node's Ray state and GPUs. */
-export async function rayStatus(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal, head?: NodeContainerRef): Promise<ClusterStatus> {
+export async function rayStatus(
+  record: ClusterRecord,
+  nf: NodesFile | undefined,
+  signal?: AbortSignal,
+  head?: NodeContainerRef,
+): Promise<ClusterStatus> {
   const h = await http(`${record.url}/health`, { timeoutMs: 2000 });
   const server = h.ok ? (h.status === 200 ? 'healthy' : 'unhealthy') : 'unreachable';
   const serverDetail = h.ok ? `HTTP ${h.status}` : h.message;
-  if (!nf) return { record, server, serverDetail, nodes: [], state: server === 'healthy' ? 'degraded' : 'down', rayError: `nodes file ${record.nodesFile} cannot be read` };
+  if (!nf)
+    return {
+      record,
+      server,
+      serverDetail,
+      nodes: [],
+      state: server === 'healthy' ? 'degraded' : 'down',
+      rayError: `nodes file ${record.nodesFile} cannot be read`,
+    };
   const seen = await readCluster(nf, signal, head);
   const nodes: NodeState[] = allNodes(nf).map((n, i) => {
     const r = seen.nodes?.find((x) => x.ip === fabricAddress(n));
-    return { node: n.name, role: i === 0 ? 'head' : 'worker', address: n.address, ray: seen.nodes ? (r ? 'up' : 'missing') : 'unknown', gpus: r?.gpus };
+    return {
+      node: n.name,
+      role: i === 0 ? 'head' : 'worker',
+      address: n.address,
+      ray: seen.nodes ? (r ? 'up' : 'missing') : 'unknown',
+      gpus: r?.gpus,
+    };
   });
   const complete = seen.view?.complete ?? false;
-  const state = server === 'healthy' && complete ? 'healthy' : server === 'unreachable' && !seen.view ? 'down' : 'degraded';
+  const state =
+    server === 'healthy' && complete ? 'healthy' : server === 'unreachable' && !seen.view ? 'down' : 'degraded';
   return { record, server, serverDetail, nodes, state, rayError: seen.view ? undefined : seen.error };
 }

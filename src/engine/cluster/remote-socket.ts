@@ -26,7 +26,10 @@ export function socketFactsScript(pgid: number): string {
   ].join('\n');
 }
 
-/** What the node sent, as the one rule reads a /proc (pure: every byte of it is hostile; what does not parse is left out). */
+/**
+ * What the node sent, as the one rule reads a /proc (pure: every byte of it is hostile; what does not parse is left
+ * out).
+ */
 export function procFromFacts(text: string): ProcReader {
   const files = new Map<string, string[]>();
   const socks = new Map<number, string[]>();
@@ -52,14 +55,22 @@ export function procFromFacts(text: string): ProcReader {
 }
 
 /** The pids of the group the facts name (the group's members that hold any socket). */
-const groupPids = (text: string): number[] => [...new Set([...text.matchAll(/^@sock (\d+) /gm)].map((m) => Number(m[1])))];
+const groupPids = (text: string): number[] => [
+  ...new Set([...text.matchAll(/^@sock (\d+) /gm)].map((m) => Number(m[1]))),
+];
 
 /**
  * The head's listening socket on `port` is held by the group sparkctl launched as `pgid` on that node.
  * true: ours; false: another process holds it (or nothing does yet); undefined: cannot tell (the node
  * did not answer, or has no /proc/net/tcp).
  */
-export async function remoteListenerOurs(nf: NodesFile, node: NodeEntry, port: number, pgid: number, signal?: AbortSignal): Promise<boolean | undefined> {
+export async function remoteListenerOurs(
+  nf: NodesFile,
+  node: NodeEntry,
+  port: number,
+  pgid: number,
+  signal?: AbortSignal,
+): Promise<boolean | undefined> {
   if (!Number.isInteger(pgid) || pgid <= 1) return undefined;
   const r = await ssh(nf, node, socketFactsScript(pgid), { timeoutMs: 15_000, signal });
   if (r.exitCode !== 0) return undefined;

@@ -66,7 +66,10 @@ export class RemoteView implements LaunchView {
   async poll(now = false): Promise<string[]> {
     if (!now && Date.now() - this.readAt <= REMOTE_READ_MS) return [];
     this.readAt = Date.now();
-    const x = await ssh(this.nf, this.node, `${this.tail(TAIL_LINES)} | tail -c ${TAIL_BYTES}`, { timeoutMs: 15_000, keepFinalNewline: true });
+    const x = await ssh(this.nf, this.node, `${this.tail(TAIL_LINES)} | tail -c ${TAIL_BYTES}`, {
+      timeoutMs: 15_000,
+      keepFinalNewline: true,
+    });
     // an ssh that failed says nothing about the log: neither growth nor quiet is learnt from it
     if (x.exitCode !== 0) return [];
     const next = completeLines(x.stdout);

@@ -24,17 +24,36 @@ interface SshOptions {
   remoteTimeoutS?: number;
   input?: string;
   signal?: AbortSignal;
-  /** the output exactly as the node wrote it: a log's tail must keep its last newline, or its last complete line reads as one still being written */
+  /**
+   * the output exactly as the node wrote it: a log's tail must keep its last newline, or its last complete line reads
+   * as one still being written
+   */
   keepFinalNewline?: boolean;
-  /** the most characters read of stdout (and of stderr): past it ssh is ended and the answer is 'too-large', never read (default SSH_MAX_ANSWER) */
+  /**
+   * the most characters read of stdout (and of stderr): past it ssh is ended and the answer is 'too-large', never read
+   * (default SSH_MAX_ANSWER)
+   */
   maxBytes?: number;
 }
 
-/** What a node may answer one command by default: a file listing of a large model is a few MiB; a node that sends more is not answering. */
+/**
+ * What a node may answer one command by default: a file listing of a large model is a few MiB; a node that sends more
+ * is not answering.
+ */
 const SSH_MAX_ANSWER = 16 * 1024 * 1024;
 
 export function sshArgv(nf: NodesFile, node: NodeEntry, command: string): string[] {
-  const argv = [process.env.SPARKCTL_SSH ?? 'ssh', '-o', 'BatchMode=yes', '-o', `ConnectTimeout=${nf.ssh.connectTimeoutSeconds}`, '-o', 'StrictHostKeyChecking=accept-new', '-p', String(node.sshPort)];
+  const argv = [
+    process.env.SPARKCTL_SSH ?? 'ssh',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    `ConnectTimeout=${nf.ssh.connectTimeoutSeconds}`,
+    '-o',
+    'StrictHostKeyChecking=accept-new',
+    '-p',
+    String(node.sshPort),
+  ];
   if (nf.ssh.identityFile) argv.push('-i', nf.ssh.identityFile);
   for (const o of nf.ssh.options) argv.push('-o', o);
   argv.push(`${node.sshUser}@${node.address}`, command);
@@ -64,16 +83,27 @@ export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts:
   const stdout = String(r.stdout ?? '');
   const stderr = String(r.stderr ?? '');
   // a node that answers past the bound (a flood, an endless stream) is ended there: what it sent is not read
-  if (r.isMaxBuffer) return { exitCode: null, stdout: '', stderr: '', error: `answered more than ${maxBuffer} characters (the bound for this step): not read` };
+  if (r.isMaxBuffer)
+    return {
+      exitCode: null,
+      stdout: '',
+      stderr: '',
+      error: `answered more than ${maxBuffer} characters (the bound for this step): not read`,
+    };
   if (r.timedOut) return { exitCode: null, stdout, stderr, error: 'timeout' };
   if (r.isCanceled) return { exitCode: null, stdout, stderr, error: 'cancelled' };
-  if (r.exitCode === undefined) return { exitCode: null, stdout: '', stderr, error: (r as { shortMessage?: string }).shortMessage ?? 'ssh failed' };
-  if (opts.remoteTimeoutS && (r.exitCode === 124 || r.exitCode === 137)) return { exitCode: null, stdout, stderr, error: 'timeout' };
+  if (r.exitCode === undefined)
+    return { exitCode: null, stdout: '', stderr, error: (r as { shortMessage?: string }).shortMessage ?? 'ssh failed' };
+  if (opts.remoteTimeoutS && (r.exitCode === 124 || r.exitCode === 137))
+    return { exitCode: null, stdout, stderr, error: 'timeout' };
   return { exitCode: r.exitCode, stdout, stderr };
 }
 
 /** The last lines of what a remote command said, for one-line messages. */
-/** A node's words as they may be printed: its control characters (an escape sequence rewrites a terminal) shown escaped, its lines kept. */
+/**
+ * A node's words as they may be printed: its control characters (an escape sequence rewrites a terminal) shown escaped,
+ * its lines kept.
+ */
 export const printable = (s: string) => shownEscaped(s, { lines: true });
 
 const WHY_LINE_MAX = 300;
@@ -96,7 +126,11 @@ export function remoteWhy(r: Remote, lines = 2): string {
  * names one; `onNode` hears each result as it comes, and the results are in the file's order (head
  * first). `one` answers for its node: a node's failure is its result, not a throw.
  */
-export async function onEveryNode<R>(nf: NodesFile, one: (via: NodeEntry) => Promise<R>, onNode?: (r: R) => void): Promise<R[]> {
+export async function onEveryNode<R>(
+  nf: NodesFile,
+  one: (via: NodeEntry) => Promise<R>,
+  onNode?: (r: R) => void,
+): Promise<R[]> {
   const nodes = allNodes(nf);
   const out: R[] = new Array(nodes.length);
   await Promise.all(

@@ -42,13 +42,22 @@ export function openLaunchLog(logFile: string, what: string, argv: string[]): { 
   let fd: number;
   try {
     // O_NONBLOCK: a FIFO at the name fails the open (ENXIO) instead of blocking the launch; fstat refuses a device
-    fd = openSync(logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
+    fd = openSync(
+      logFile,
+      constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      0o644,
+    );
     if (!fstatSync(fd).isFile()) {
       closeSync(fd);
       throw Object.assign(new Error('not a regular file'), { code: 'ENOTREG' });
     }
   } catch (e) {
-    throw fsProblem(e, what, logFile, 'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files');
+    throw fsProblem(
+      e,
+      what,
+      logFile,
+      'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files',
+    );
   }
   writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${argv.join(' ')}\n`);
   return { fd, tail };
@@ -67,7 +76,17 @@ export function childRecord<T extends object>(
   exitCode?: (code: number | null) => number | null,
 ): T & ChildRecord {
   const pid = child.pid ?? -1;
-  const l: T & ChildRecord = { ...of, child, pid, pgid: pid, startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0, marker, exit: undefined, exited: Promise.resolve(), tail };
+  const l: T & ChildRecord = {
+    ...of,
+    child,
+    pid,
+    pgid: pid,
+    startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0,
+    marker,
+    exit: undefined,
+    exited: Promise.resolve(),
+    tail,
+  };
   watchExit(l, child, errorText, exitCode);
   return l;
 }

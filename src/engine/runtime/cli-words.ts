@@ -15,8 +15,12 @@ export const CONTAINER_CLIS = ['docker', 'podman'] as const;
 const ABS_PATH = new RegExp(`^/(?!.*(?:^|/)\\.\\.(?:/|$))[^${CONTROL_CLASS}]{0,4095}$`);
 /** A bare name (an OCI runtime on PATH, a storage driver, a log level). */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-/** An OCI runtime: a name on PATH, or an executable in the system's own folders (never one any user can write to, such as /tmp). */
-const OCI_RUNTIME = /^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,63}|(?!.*\/\.\.(?:\/|$))\/(?:usr\/(?:local\/)?)?(?:s?bin|libexec)\/[A-Za-z0-9._/-]{1,200})$/;
+/**
+ * An OCI runtime: a name on PATH, or an executable in the system's own folders (never one any user can write to, such
+ * as /tmp).
+ */
+const OCI_RUNTIME =
+  /^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,63}|(?!.*\/\.\.(?:\/|$))\/(?:usr\/(?:local\/)?)?(?:s?bin|libexec)\/[A-Za-z0-9._/-]{1,200})$/;
 
 /**
  * The global options a record's cliArgs may carry, each with the values it takes: the forms a
@@ -60,7 +64,8 @@ export function cliArgsProblem(args: unknown): string | undefined {
     const rule = GLOBAL_OPTIONS[name];
     if (!rule) return `${shownValue(a)} is not a global option sparkctl writes; ${fix}`;
     const value: unknown = eq > 0 ? a.slice(eq + 1) : args[++i];
-    if (typeof value !== 'string' || !rule.test(value)) return `${name} ${shownValue(value ?? '(nothing)')} is not a value sparkctl writes for it; ${fix}`;
+    if (typeof value !== 'string' || !rule.test(value))
+      return `${name} ${shownValue(value ?? '(nothing)')} is not a value sparkctl writes for it; ${fix}`;
   }
   return undefined;
 }

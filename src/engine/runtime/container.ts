@@ -121,7 +121,11 @@ export function runArgv(s: ContainerSpec): string[] {
   // a replica on vLLM's --uds: reached through its socket's bind-mounted folder, no port published
   else if (s.network.mode === 'private') {
     /* the runtime's own network, nothing published */
-  } else out.push('--publish', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`);
+  } else
+    out.push(
+      '--publish',
+      `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`,
+    );
   for (const m of s.mounts) out.push('--volume', `${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`);
   for (const k of s.envByName) out.push('--env', k);
   for (const [k, v] of Object.entries(s.env)) out.push('--env', `${k}=${v}`);
@@ -134,14 +138,29 @@ export function runArgv(s: ContainerSpec): string[] {
 
 /** What the runtime is asked about a container: its id, its marker label, whether it runs. */
 export function inspectArgv(cli: ContainerCli, idOrName: string): string[] {
-  return [cli, 'inspect', '--type', 'container', '--format', `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`, idOrName];
+  return [
+    cli,
+    'inspect',
+    '--type',
+    'container',
+    '--format',
+    `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`,
+    idOrName,
+  ];
 }
 
 // docker 23+ deprecates --time for --timeout (a warning on every stop), which 20.10 does not know: -t is both
-export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [cli, 'stop', cli === 'docker' ? '-t' : '--time', String(timeoutS), id];
+export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [
+  cli,
+  'stop',
+  cli === 'docker' ? '-t' : '--time',
+  String(timeoutS),
+  id,
+];
 export const removeArgv = (cli: ContainerCli, id: string) => [cli, 'rm', id];
 /** The `info --format` template that prints where the runtime keeps its images (their disk). */
-export const storageRootFormat = (cli: ContainerCli) => (cli === 'podman' ? '{{.Store.GraphRoot}}' : '{{.DockerRootDir}}');
+export const storageRootFormat = (cli: ContainerCli) =>
+  cli === 'podman' ? '{{.Store.GraphRoot}}' : '{{.DockerRootDir}}';
 
 export type ContainerProof =
   | { state: 'alive' | 'exited'; id: string }
@@ -153,17 +172,39 @@ export type ContainerProof =
  * a name alone proves nothing (another container may carry it now). Pure: the inspect output is
  * hostile text. `notFound` when the runtime said there is no such container.
  */
-export function proveContainer(record: { containerId?: string; marker?: string }, inspect: { stdout: string; notFound: boolean }): ContainerProof {
+export function proveContainer(
+  record: { containerId?: string; marker?: string },
+  inspect: { stdout: string; notFound: boolean },
+): ContainerProof {
   if (inspect.notFound) return { state: 'gone' };
   const line = inspect.stdout.trim().split('\n')[0] ?? '';
   // a missing label prints as Go's "<no value>"
   const m = /^([a-f0-9]{12,64}) (\S*|<no value>) (true|false)$/.exec(line);
-  if (!m) return { state: 'unproven', code: 'unreadable', reason: `the runtime's answer is not an id, a label and a state: ${JSON.stringify(line.slice(0, 120))}` };
+  if (!m)
+    return {
+      state: 'unproven',
+      code: 'unreadable',
+      reason: `the runtime's answer is not an id, a label and a state: ${JSON.stringify(line.slice(0, 120))}`,
+    };
   const [, id, label, running] = m as unknown as [string, string, string, string];
   if (!record.containerId || !id.startsWith(record.containerId))
-    return { state: 'unproven', code: 'id-differs', reason: `container ${id.slice(0, 12)} is not the one recorded (${record.containerId?.slice(0, 12) ?? 'none'})` };
-  if (!label || label === '<no value>') return { state: 'unproven', code: 'no-label', reason: `container ${id.slice(0, 12)} carries no ${MARKER_LABEL} label` };
-  if (!record.marker || label !== record.marker) return { state: 'unproven', code: 'other-marker', reason: `container ${id.slice(0, 12)} carries another instance's marker` };
+    return {
+      state: 'unproven',
+      code: 'id-differs',
+      reason: `container ${id.slice(0, 12)} is not the one recorded (${record.containerId?.slice(0, 12) ?? 'none'})`,
+    };
+  if (!label || label === '<no value>')
+    return {
+      state: 'unproven',
+      code: 'no-label',
+      reason: `container ${id.slice(0, 12)} carries no ${MARKER_LABEL} label`,
+    };
+  if (!record.marker || label !== record.marker)
+    return {
+      state: 'unproven',
+      code: 'other-marker',
+      reason: `container ${id.slice(0, 12)} carries another instance's marker`,
+    };
   return { state: running === 'true' ? 'alive' : 'exited', id };
 }
 
@@ -201,14 +242,17 @@ export function imageFor(p: Profile, platform: Pick<Platform, 'name'>): string {
 export const ownImage = (p: Pick<Profile, 'container'>): string | undefined => p.container?.image;
 
 /** The CLIs to look for: the profile's, else podman and docker (detectCli takes the first on PATH). */
-export const cliCandidates = (p: Pick<Profile, 'container'>): ContainerCli[] => (p.container?.cli ? [p.container.cli] : ['podman', 'docker']);
+export const cliCandidates = (p: Pick<Profile, 'container'>): ContainerCli[] =>
+  p.container?.cli ? [p.container.cli] : ['podman', 'docker'];
 
 /** The CLI: the profile's, else podman, else docker, whichever is on PATH. */
 export function detectCli(p: Pick<Profile, 'container'>, onPath: (bin: string) => boolean = binOnPath): ContainerCli {
   if (p.container?.cli) return p.container.cli;
   if (onPath('podman')) return 'podman';
   if (onPath('docker')) return 'docker';
-  throw new UsageError('engine.runtime container: neither podman nor docker is on PATH', ['install podman (apt-get install podman) or docker, or --set engine.runtime=host']);
+  throw new UsageError('engine.runtime container: neither podman nor docker is on PATH', [
+    'install podman (apt-get install podman) or docker, or --set engine.runtime=host',
+  ]);
 }
 
 function binOnPath(bin: string, path = process.env.PATH ?? ''): boolean {
@@ -229,7 +273,9 @@ export interface ContainerPlan {
   cliArgs: string[];
   image: string;
   name: string;
-  /** [cli, ...cliArgs, 'run', '--detach', ...options, image, 'vllm', 'serve', ...] (or only the arguments: imageStart) */
+  /**
+   * [cli, ...cliArgs, 'run', '--detach', ...options, image, 'vllm', 'serve', ...] (or only the arguments: imageStart)
+   */
   argv: string[];
   /** variables the CLI process must carry (their names are in argv as --env NAME; never their values) */
   envByName: string[];
@@ -267,14 +313,30 @@ interface ContainerRenderInput {
  * What the schema fills in for an empty container: block (a test holds them equal), here so that
  * preflight's container checks do not load the profile schema.
  */
-export const CONTAINER_DEFAULTS: ContainerBlock = { cliArgs: [], gpus: 'auto', network: 'publish', ulimits: { ...NVIDIA_ULIMITS }, mounts: [] };
-/** The profile's container settings, the defaults where it has no container: block: the one reading of them (a node's rank container too). */
-export const settingsOf = (p: Pick<Profile, 'container'>): ContainerBlock => p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
+export const CONTAINER_DEFAULTS: ContainerBlock = {
+  cliArgs: [],
+  gpus: 'auto',
+  network: 'publish',
+  ulimits: { ...NVIDIA_ULIMITS },
+  mounts: [],
+};
+/**
+ * The profile's container settings, the defaults where it has no container: block: the one reading of them (a node's
+ * rank container too).
+ */
+export const settingsOf = (p: Pick<Profile, 'container'>): ContainerBlock =>
+  p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
 
-/** The container CLI's own arguments the profile gives (before the verb: `podman --root X run`); none without a container: block. */
+/**
+ * The container CLI's own arguments the profile gives (before the verb: `podman --root X run`); none without a
+ * container: block.
+ */
 export const containerCliArgs = (p: Pick<Profile, 'container'>): string[] => p.container?.cliArgs ?? [];
 
-/** The profile with its container image replaced (a pin's image, a candidate), its other container settings kept (the defaults where it had none). */
+/**
+ * The profile with its container image replaced (a pin's image, a candidate), its other container settings kept (the
+ * defaults where it had none).
+ */
 export function withContainerImage<P extends Pick<Profile, 'container'>>(p: P, image: string): P {
   return { ...p, container: { ...settingsOf(p), image } };
 }
@@ -284,9 +346,13 @@ export function withContainerImage<P extends Pick<Profile, 'container'>>(p: P, i
  * container.gpus none is a CPU build of vLLM (a GPU device would fail to resolve on a host without
  * the toolkit, and a CPU vLLM has no use for it).
  */
-export function containerGpuUse(p: Pick<Profile, 'container'>, engine: 'vllm' | 'sim'): { gpu: true } | { gpu: false; why: string } {
+export function containerGpuUse(
+  p: Pick<Profile, 'container'>,
+  engine: 'vllm' | 'sim',
+): { gpu: true } | { gpu: false; why: string } {
   if (engine === 'sim') return { gpu: false, why: 'the simulator uses no GPU' };
-  if (p.container?.gpus === 'none') return { gpu: false, why: 'container.gpus is none: the container gets no GPU device' };
+  if (p.container?.gpus === 'none')
+    return { gpu: false, why: 'container.gpus is none: the container gets no GPU device' };
   return { gpu: true };
 }
 
@@ -296,16 +362,28 @@ export function containerGpuUse(p: Pick<Profile, 'container'>, engine: 'vllm' | 
  * anyway; void makes the NVIDIA runtime inject nothing. For container.gpus none, unless the profile
  * sets the variable itself: the one rule for a run line and a pod spec.
  */
-export function noGpuEnv(p: Pick<Profile, 'container'>, env: Record<string, string | undefined>): Record<string, string> {
-  return !containerGpuUse(p, 'vllm').gpu && env.NVIDIA_VISIBLE_DEVICES === undefined ? { NVIDIA_VISIBLE_DEVICES: 'void' } : {};
+export function noGpuEnv(
+  p: Pick<Profile, 'container'>,
+  env: Record<string, string | undefined>,
+): Record<string, string> {
+  return !containerGpuUse(p, 'vllm').gpu && env.NVIDIA_VISIBLE_DEVICES === undefined
+    ? { NVIDIA_VISIBLE_DEVICES: 'void' }
+    : {};
 }
 
-/** What a pod spec cannot carry of the container settings (k8s's container spec): said in the manifest's header, not dropped silently. */
+/**
+ * What a pod spec cannot carry of the container settings (k8s's container spec): said in the manifest's header, not
+ * dropped silently.
+ */
 export function podLimits(p: Profile): string[] {
   if (!p.container && p.engine.runtime !== 'container') return [];
   const ul = p.container?.ulimits ?? NVIDIA_ULIMITS;
   const list = Object.entries(ul).map(([k, v]) => `${k}=${v}`);
-  return list.length ? [`ulimits ${list.join(' ')}: a pod spec has no ulimit field; they are the node's container runtime's (containerd/CRI-O) defaults`] : [];
+  return list.length
+    ? [
+        `ulimits ${list.join(' ')}: a pod spec has no ulimit field; they are the node's container runtime's (containerd/CRI-O) defaults`,
+      ]
+    : [];
 }
 
 /** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */
@@ -344,7 +422,9 @@ function withModelPath(args: string[], given: string | undefined, abs: string | 
 function mountOf(source: string, target: string, readOnly: boolean): Mount {
   // a bind spec is split on ':'; a path holding one (or ',') would mount something else
   if (/[:,]/.test(source) || /[:,]/.test(target))
-    throw new UsageError(`container mount ${JSON.stringify(source)}: a path with ':' or ',' cannot be bind-mounted`, ['rename the folder, or link it from a plain path']);
+    throw new UsageError(`container mount ${JSON.stringify(source)}: a path with ':' or ',' cannot be bind-mounted`, [
+      'rename the folder, or link it from a plain path',
+    ]);
   return { host: source, container: target, readOnly };
 }
 
@@ -367,15 +447,17 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   // the image's working folder, where it is not: mounted and passed by its absolute path instead.
   const modelPath = p.model.path ? resolve(x.cwd ?? process.cwd(), p.model.path) : undefined;
   if (modelPath) mounts.push(mountOf(modelPath, modelPath, true));
-  if (x.engine === 'sim' && x.profileFile && isAbsolute(x.profileFile) && existsSync(x.profileFile)) mounts.push(mountOf(x.profileFile, x.profileFile, true));
+  if (x.engine === 'sim' && x.profileFile && isAbsolute(x.profileFile) && existsSync(x.profileFile))
+    mounts.push(mountOf(x.profileFile, x.profileFile, true));
   for (const m of s.mounts) mounts.push(mountOf(m.source, m.target, m.readOnly));
   // vLLM's start caches (engine/caches.ts): read-write at the same path, where the env points
   if (x.replica.cacheDir) mounts.push(mountOf(x.replica.cacheDir, x.replica.cacheDir, false));
-  // a replica on vLLM's --uds: its socket's folder (0700, sparkctl's) at the same path, so HAProxy and
-  // sparkctl's readers reach the socket the container binds (rootless podman maps the folder's owner to the container's root)
+  // a replica on vLLM's --uds: its socket's folder (0700, sparkctl's) at the same path, so HAProxy and sparkctl's
+  // readers reach the socket the container binds (rootless podman maps the folder's owner to the container's root)
   if (x.replica.uds) mounts.push(mountOf(dirname(x.replica.uds), dirname(x.replica.uds), false));
   const vars = { ...x.replica.env };
-  // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
+  // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it
+  // pretends them)
   if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;
   Object.assign(vars, noGpuEnv(p, vars));
   const envByName = Object.keys(x.replica.envFrom).sort();
@@ -389,7 +471,11 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     gpus: containerGpuUse(p, x.engine).gpu ? x.replica.gpus : [],
     // published where a host process would listen: behind the router on 127.0.0.1 only, so a
     // client cannot reach a replica past HAProxy (its auth, its drain during a rolling restart)
-    network: hostNet ? { mode: 'host' } : x.replica.uds ? { mode: 'private' } : { mode: 'publish', host: replicaAddress(p, x.replica.index).host, port: x.replica.port },
+    network: hostNet
+      ? { mode: 'host' }
+      : x.replica.uds
+        ? { mode: 'private' }
+        : { mode: 'publish', host: replicaAddress(p, x.replica.index).host, port: x.replica.port },
     mounts,
     ipc: s.shmSize ? { shmSize: s.shmSize } : 'host',
     ulimits: s.ulimits,
@@ -401,5 +487,14 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     pull: x.pull,
     start: imageStart(image, x.entrypoint),
   };
-  return { cli: x.cli, cliArgs: [...s.cliArgs], image, name, argv: runArgv(spec), envByName, stopTimeoutS: x.stopTimeoutS, spec };
+  return {
+    cli: x.cli,
+    cliArgs: [...s.cliArgs],
+    image,
+    name,
+    argv: runArgv(spec),
+    envByName,
+    stopTimeoutS: x.stopTimeoutS,
+    spec,
+  };
 }

@@ -19,13 +19,16 @@ export const hostRuntime: Runtime = {
   // the IPC folder is set at launch, not here: the line must run by hand, where the folder would not exist
   render(x: ReplicaRun): LaunchLine {
     const ipc = ipcEnv(x)[IPC_VAR];
-    const notes = ipc ? [{ what: `vLLM's IPC sockets (${IPC_VAR}, set at launch: made then, removed with the record)`, value: ipc }] : [];
+    const notes = ipc
+      ? [{ what: `vLLM's IPC sockets (${IPC_VAR}, set at launch: made then, removed with the record)`, value: ipc }]
+      : [];
     return { argv: x.replica.argv, env: x.replica.env, envFrom: x.replica.envFrom, envelope: {}, notes };
   },
 
   launch(x: ReplicaRun, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
     const plan = x.replica;
-    // a replica on --uds: its folder checked ours, a socket a gone replica left removed (vLLM refuses a path that exists)
+    // a replica on --uds: its folder checked ours, a socket a gone replica left removed (vLLM refuses a path that
+    // exists)
     if (plan.uds) prepareReplicaSocket(plan.uds);
     // argv never holds a secret (the key travels in the environment), so it may be logged.
     // vLLM's IPC sockets in the replica's own folder (ipc-folder.ts); render() names it in a note
@@ -41,15 +44,17 @@ export const hostRuntime: Runtime = {
       env,
     });
     closeSync(fd);
-    const l = childRecord({ plan }, child, marker, tail, (e) => (e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message));
+    const l = childRecord({ plan }, child, marker, tail, (e) =>
+      e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message,
+    );
     if (l.pid > 0) record(l);
     return l;
   },
 
   preflight: async () => undefined,
 
-  // our own group holds the listening socket (a server that held the port first answers /health too);
-  // on --uds the socket at the replica's path (the folder is ours and 0700: nobody else can bind there, checked all the same)
+  // our own group holds the listening socket (a server that held the port first answers /health too); on --uds the
+  // socket at the replica's path (the folder is ours and 0700: nobody else can bind there, checked all the same)
   ours: (l: Launched) => () => {
     if (l.exit || l.pid <= 0) return false;
     const pids = [l.pid, ...groupMembers(l.pid)];
@@ -64,7 +69,14 @@ export const hostRuntime: Runtime = {
     const before = proveIdentity(t);
     const members = before.state === 'alive' || before.state === 'degraded' ? before.members : [];
     const how = await stopGroup(t, graceMs, opts);
-    if (how === 'unproven') return { how, released: false, left: 0, members, unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } };
+    if (how === 'unproven')
+      return {
+        how,
+        released: false,
+        left: 0,
+        members,
+        unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' },
+      };
     const left = how === 'gone' || t.pgid <= 1 ? 0 : groupMembers(t.pgid).length;
     return { how, released: left === 0, left, members };
   },

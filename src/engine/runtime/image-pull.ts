@@ -18,20 +18,32 @@ export interface PullRequest {
   onLine?: (line: string) => void;
 }
 
-/** not-found / denied: the reference or its credentials (bad input); unreachable: the registry (or the deadline); failed: the pull ran and failed here. */
+/**
+ * not-found / denied: the reference or its credentials (bad input); unreachable: the registry (or the deadline);
+ * failed: the pull ran and failed here.
+ */
 export type PullFailureKind = 'not-found' | 'denied' | 'unreachable' | 'failed';
 
-export type PullResult = { ok: true; ms: number } | { ok: false; kind: PullFailureKind; why: string; ms: number; interrupted?: boolean };
+export type PullResult =
+  | { ok: true; ms: number }
+  | { ok: false; kind: PullFailureKind; why: string; ms: number; interrupted?: boolean };
 
 /** Generous but finite: an image of vLLM is 10-20 GB; 30 minutes is 10 MB/s for 18 GB. */
 export const PULL_DEADLINE_MS = 30 * 60_000;
 
 const LAST_LINES = 20;
 
-// What the two CLIs say, in their own words (podman 4.x, containers/image; docker 20.10+): the first rule that matches wins.
+// What the two CLIs say, in their own words (podman 4.x, containers/image; docker 20.10+): the first rule that matches
+// wins.
 const RULES: Array<[PullFailureKind, RegExp]> = [
-  ['denied', /unauthorized|authentication required|denied: |requested access to the resource is denied|pull access denied|\b403\b|forbidden/i],
-  ['not-found', /manifest unknown|name unknown|not found: manifest|manifest for \S+ not found|repository does not exist|no such image|invalid reference format|repository name must/i],
+  [
+    'denied',
+    /unauthorized|authentication required|denied: |requested access to the resource is denied|pull access denied|\b403\b|forbidden/i,
+  ],
+  [
+    'not-found',
+    /manifest unknown|name unknown|not found: manifest|manifest for \S+ not found|repository does not exist|no such image|invalid reference format|repository name must/i,
+  ],
   [
     'unreachable',
     /connection refused|no such host|i\/o timeout|network is unreachable|no route to host|connection reset|tls handshake|x509:|server gave http response to https client|deadline exceeded|timeout awaiting|temporary failure in name resolution|eof$/im,
@@ -57,7 +69,8 @@ export function pullImage(r: PullRequest): Promise<PullResult> {
   const t0 = Date.now();
   const last: string[] = [];
   return new Promise((resolve) => {
-    if (r.signal?.aborted) return resolve({ ok: false, kind: 'failed', why: 'interrupted before the pull', ms: 0, interrupted: true });
+    if (r.signal?.aborted)
+      return resolve({ ok: false, kind: 'failed', why: 'interrupted before the pull', ms: 0, interrupted: true });
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
     let ended: 'deadline' | 'interrupted' | undefined;
     let killTimer: NodeJS.Timeout | undefined;
@@ -93,9 +106,22 @@ export function pullImage(r: PullRequest): Promise<PullResult> {
       if (killTimer) clearTimeout(killTimer);
       r.signal?.removeEventListener('abort', onAbort);
       const ms = Date.now() - t0;
-      if (spawnError) return resolve({ ok: false, kind: 'failed', why: `${r.cli} could not be run: ${spawnError.message.slice(0, 200)}`, ms });
-      if (ended === 'deadline') return resolve({ ok: false, kind: 'unreachable', why: `no image after ${Math.round(r.timeoutMs / 1000)} s (the pull was ended at its deadline)`, ms });
-      if (ended === 'interrupted') return resolve({ ok: false, kind: 'failed', why: 'interrupted (the pull was ended)', ms, interrupted: true });
+      if (spawnError)
+        return resolve({
+          ok: false,
+          kind: 'failed',
+          why: `${r.cli} could not be run: ${spawnError.message.slice(0, 200)}`,
+          ms,
+        });
+      if (ended === 'deadline')
+        return resolve({
+          ok: false,
+          kind: 'unreachable',
+          why: `no image after ${Math.round(r.timeoutMs / 1000)} s (the pull was ended at its deadline)`,
+          ms,
+        });
+      if (ended === 'interrupted')
+        return resolve({ ok: false, kind: 'failed', why: 'interrupted (the pull was ended)', ms, interrupted: true });
       if (code === 0) return resolve({ ok: true, ms });
       const text = last.join('\n');
       resolve({ ok: false, kind: classifyPullFailure(text), why: pullWhy(last, code), ms });

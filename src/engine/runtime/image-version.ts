@@ -14,11 +14,14 @@ import { asciiLine } from '../../util/control.js';
 
 /** The label NVIDIA's vLLM images carry. */
 const VLLM_VERSION_LABEL = 'com.nvidia.vllm.version';
-/** Marks the short-lived container that reads the version (so one that outlived its deadline can be found and removed). */
+/**
+ * Marks the short-lived container that reads the version (so one that outlived its deadline can be found and removed).
+ */
 export const PROBE_LABEL = 'io.sparkctl.version-probe';
 
 // PEP 440 as vLLM publishes it: 0.27.2, 0.10.1rc1, 0.6.1.post2, 0.27.2.dev0+g6adad0876.cpu, 0.10.2+9dd9ca32
-const VERSION = /^v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:a|b|rc)\d{1,4})?(?:\.post\d{1,4})?(?:\.dev\d{1,6})?(?:\+[A-Za-z0-9.]{1,64})?)$/;
+const VERSION =
+  /^v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:a|b|rc)\d{1,4})?(?:\.post\d{1,4})?(?:\.dev\d{1,6})?(?:\+[A-Za-z0-9.]{1,64})?)$/;
 
 /**
  * The vLLM each NGC release (nvcr.io/nvidia/vllm:YY.MM-py3) ships, only where NVIDIA's vLLM container
@@ -36,7 +39,9 @@ export const NGC_VLLM_RELEASES: Readonly<Record<string, string>> = {
 
 const DIGEST_SUFFIX = '(?:@sha256:[a-f0-9]{64})?';
 // vLLM's own image, Docker Hub spelled out or not: vllm/vllm-openai:v0.11.0 (a tag with a suffix, -cu130, is not read)
-const VLLM_OPENAI_TAG = new RegExp(`^(?:(?:docker\\.io|index\\.docker\\.io|registry-1\\.docker\\.io)/)?vllm/vllm-openai:v(\\d{1,4}\\.\\d{1,4}\\.\\d{1,4}(?:\\.post\\d{1,4})?)${DIGEST_SUFFIX}$`);
+const VLLM_OPENAI_TAG = new RegExp(
+  `^(?:(?:docker\\.io|index\\.docker\\.io|registry-1\\.docker\\.io)/)?vllm/vllm-openai:v(\\d{1,4}\\.\\d{1,4}\\.\\d{1,4}(?:\\.post\\d{1,4})?)${DIGEST_SUFFIX}$`,
+);
 const NGC_TAG = new RegExp(`^nvcr\\.io/nvidia/vllm:(\\d{2}\\.\\d{2})-py3${DIGEST_SUFFIX}$`);
 
 /**
@@ -45,7 +50,9 @@ const NGC_TAG = new RegExp(`^nvcr\\.io/nvidia/vllm:(\\d{2}\\.\\d{2})-py3${DIGEST
  * (a `latest`, a private image, an NGC release not in the table). A digest pin keeps its tag's version:
  * the digest fixes the content the tag named.
  */
-export function versionFromRef(ref: string): { version: string; from: 'tag' | 'release-notes'; release?: string } | undefined {
+export function versionFromRef(
+  ref: string,
+): { version: string; from: 'tag' | 'release-notes'; release?: string } | undefined {
   const v = VLLM_OPENAI_TAG.exec(ref)?.[1];
   if (v) return { version: v, from: 'tag' };
   const rel = NGC_TAG.exec(ref)?.[1];
@@ -88,12 +95,14 @@ export function parseImageInspect(stdout: string): ImageFacts | { error: string 
       labels = entrypoint = undefined;
     }
   }
-  if (labels === undefined) return { error: `labels and entrypoint not readable: ${JSON.stringify(rest.slice(0, 80))}` };
+  if (labels === undefined)
+    return { error: `labels and entrypoint not readable: ${JSON.stringify(rest.slice(0, 80))}` };
   const out: Record<string, string> = {};
   if (labels !== null && typeof labels === 'object' && !Array.isArray(labels)) {
     for (const [k, v] of Object.entries(labels)) if (typeof v === 'string') out[k] = v;
   } else if (labels !== null) return { error: 'the labels are not an object' };
-  const ep = Array.isArray(entrypoint) && entrypoint.every((x) => typeof x === 'string') ? (entrypoint as string[]) : [];
+  const ep =
+    Array.isArray(entrypoint) && entrypoint.every((x) => typeof x === 'string') ? (entrypoint as string[]) : [];
   return { id: m[1]!, labels: out, entrypoint: ep };
 }
 
@@ -102,7 +111,9 @@ export function versionFromLabels(labels: Record<string, string>): { version: st
   const raw = labels[VLLM_VERSION_LABEL];
   if (raw === undefined) return { why: `no ${VLLM_VERSION_LABEL} label` };
   const v = asVersion(raw);
-  return v ? { version: v } : { why: `its ${VLLM_VERSION_LABEL} label is not a version (${JSON.stringify(raw.slice(0, 40))})` };
+  return v
+    ? { version: v }
+    : { why: `its ${VLLM_VERSION_LABEL} label is not a version (${JSON.stringify(raw.slice(0, 40))})` };
 }
 
 /** The version a `vllm --version` (or the metadata one-liner) printed: the last line that is exactly one. */
@@ -168,9 +179,18 @@ export async function imageVllm(x: ImageVllmInput): Promise<ImageVllm> {
   // the in-image read imports vLLM's CLI (torch with it): 25-35 s for the CPU build on a loaded
   // 2-core host, so 30 s cut it off there and the plan fell back to the newest flags table
   const timeoutMs = x.timeoutMs ?? IMAGE_READ_TIMEOUT_MS;
-  const ins = await run(withCliArgs([x.cli, 'image', 'inspect', '--format', '{{.Id}} {{json .Config.Labels}} {{json .Config.Entrypoint}}', x.image], x.cliArgs), 20_000);
+  const ins = await run(
+    withCliArgs(
+      [x.cli, 'image', 'inspect', '--format', '{{.Id}} {{json .Config.Labels}} {{json .Config.Entrypoint}}', x.image],
+      x.cliArgs,
+    ),
+    20_000,
+  );
   if (ins.error) return { why: ins.error };
-  if (ins.code !== 0) return { why: `${x.cli} image inspect ${x.image} failed: ${lastLine(ins.stderr) || `exit ${ins.code}`} (not present locally? ${x.cli} pull ${x.image})` };
+  if (ins.code !== 0)
+    return {
+      why: `${x.cli} image inspect ${x.image} failed: ${lastLine(ins.stderr) || `exit ${ins.code}`} (not present locally? ${x.cli} pull ${x.image})`,
+    };
   const facts = parseImageInspect(ins.stdout);
   if ('error' in facts) return { why: `${x.cli} image inspect ${x.image}: ${facts.error}` };
   const { id, entrypoint } = facts;
@@ -195,14 +215,25 @@ export async function imageVllm(x: ImageVllmInput): Promise<ImageVllm> {
       if (x.cacheFile) writeJsonCache(x.cacheFile, { ...cache, [id]: { version: v, source: 'image' } }, CACHE_ENTRIES);
       return { version: v, source: 'image', id, entrypoint };
     }
-    whys.push(r.code === 0 ? `${what} printed no version (${JSON.stringify(lastLine(r.stdout).slice(0, 60))})` : `${what}: exit ${r.code} ${lastLine(r.stderr)}`.trim());
+    whys.push(
+      r.code === 0
+        ? `${what} printed no version (${JSON.stringify(lastLine(r.stdout).slice(0, 60))})`
+        : `${what}: exit ${r.code} ${lastLine(r.stderr)}`.trim(),
+    );
   }
   return { id, entrypoint, why: whys.join('; ') };
 }
 
 /** A probe that outlived its deadline: removed by the random label only this read set. */
-export async function removeProbe(x: Pick<ImageVllmInput, 'cli' | 'cliArgs'>, probeId: string, run: NonNullable<ImageVllmInput['run']>) {
-  const ps = await run(withCliArgs([x.cli, 'ps', '-a', '-q', '--no-trunc', '--filter', `label=${PROBE_LABEL}=${probeId}`], x.cliArgs), 15_000);
+export async function removeProbe(
+  x: Pick<ImageVllmInput, 'cli' | 'cliArgs'>,
+  probeId: string,
+  run: NonNullable<ImageVllmInput['run']>,
+) {
+  const ps = await run(
+    withCliArgs([x.cli, 'ps', '-a', '-q', '--no-trunc', '--filter', `label=${PROBE_LABEL}=${probeId}`], x.cliArgs),
+    15_000,
+  );
   for (const id of ps.stdout.split('\n').map((l) => l.trim())) {
     if (/^[a-f0-9]{12,64}$/.test(id)) await run(withCliArgs([x.cli, 'rm', '-f', id], x.cliArgs), 30_000);
   }

@@ -6,7 +6,17 @@ import { containerRuntime } from './container-runtime.js';
 import { hostRuntime } from './host.js';
 import type { Runtime } from './runtime.js';
 
-export type { Runtime, RuntimeKind, RuntimeImages, ReplicaRun, LaunchLine, RuntimeTarget, Stopped, StopOpts, Described } from './runtime.js';
+export type {
+  Runtime,
+  RuntimeKind,
+  RuntimeImages,
+  ReplicaRun,
+  LaunchLine,
+  RuntimeTarget,
+  Stopped,
+  StopOpts,
+  Described,
+} from './runtime.js';
 export { hostRuntime } from './host.js';
 export { traitsOfProfile, type RuntimeTraits } from './traits.js';
 
@@ -32,11 +42,17 @@ export function runtimeOf(t: { container?: Pick<ContainerRecord, 'cli'> }): Runt
  * asked for (`runtime`: --runtime or the launch record's) and every recorded replica ran on the host
  * (a runtime without images).
  */
-export function relaunchRunsHostInstall(runtime: 'host' | 'container' | undefined, recorded: Array<{ container?: Pick<ContainerRecord, 'cli'> }>): boolean {
+export function relaunchRunsHostInstall(
+  runtime: 'host' | 'container' | undefined,
+  recorded: Array<{ container?: Pick<ContainerRecord, 'cli'> }>,
+): boolean {
   return runtime !== 'container' && recorded.every((t) => runtimeOf(t).images === undefined);
 }
 
-/** The marker of a container launch's ledger record, read from a registry entry's raw JSON (undefined: a host process keeps none). */
+/**
+ * The marker of a container launch's ledger record, read from a registry entry's raw JSON (undefined: a host process
+ * keeps none).
+ */
 export function ledgerMarkerOf(v: { container?: unknown; marker?: unknown }): string | undefined {
   return v.container && typeof v.marker === 'string' ? v.marker : undefined;
 }

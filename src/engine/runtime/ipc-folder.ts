@@ -35,7 +35,9 @@ export function ipcEnv(x: Pick<ReplicaRun, 'stateDir' | 'replica'>): Record<stri
 
 /** A plain folder (not a link) of this user's. */
 function plainOurs(st: Stats): boolean {
-  return !st.isSymbolicLink() && st.isDirectory() && (typeof process.getuid !== 'function' || st.uid === process.getuid());
+  return (
+    !st.isSymbolicLink() && st.isDirectory() && (typeof process.getuid !== 'function' || st.uid === process.getuid())
+  );
 }
 
 /**

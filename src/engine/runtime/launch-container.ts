@@ -20,7 +20,10 @@ import { pollUntil } from '../../util/poll.js';
 
 /** The fix for a container of our name that is already there. */
 function leftoverFix(cli: string, name: string): string[] {
-  return [`check it is not in use (${cli} ps -a --filter name=^${name}$; ${cli} logs ${name}), then remove it: ${cli} rm ${name}`, 'sparkctl never replaces a container it cannot prove it launched'];
+  return [
+    `check it is not in use (${cli} ps -a --filter name=^${name}$; ${cli} logs ${name}), then remove it: ${cli} rm ${name}`,
+    'sparkctl never replaces a container it cannot prove it launched',
+  ];
 }
 
 /** One replica's container run line, for the marker of its launch (dry run: "<marker>"). */
@@ -28,7 +31,12 @@ export function renderContainer(x: ReplicaRun, cli: ContainerCli, marker: string
   return renderContainerRun({ ...x, cli, marker, detached });
 }
 
-export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
+export function launchContainer(
+  x: ReplicaRun,
+  cli: ContainerCli,
+  secrets: Record<string, string>,
+  record: (l: Launched) => void,
+): Launched {
   const p = x.replica;
   const marker = randomUUID();
   // a replica on --uds: its folder made and checked ours before the mount is checked, a stale socket removed
@@ -44,11 +52,24 @@ export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Recor
   // what is recorded must read back: a record whose options are not of the forms sparkctl writes is
   // refused as corrupt by every later verb (engine/runtime/cli-words.ts), so such options are refused here
   const badArgs = cliArgsProblem(cp.cliArgs);
-  if (badArgs) throw new UsageError(`container.cliArgs: ${badArgs}`, ['set container.cliArgs to the global options listed, or leave it empty']);
+  if (badArgs)
+    throw new UsageError(`container.cliArgs: ${badArgs}`, [
+      'set container.cliArgs to the global options listed, or leave it empty',
+    ]);
   // A container of this name: a leftover of an earlier run, or someone else's. Never replaced.
-  const seen = cliRun(withCliArgs([cp.cli, 'inspect', '--type', 'container', '--format', '{{.Id}}', cp.name], cp.cliArgs), { timeoutMs: 15_000 });
-  if (seen.error) throw new UsageError(`runtime container: ${seen.error}`, [`install ${cp.cli}, or --set container.cli=docker|podman, or --runtime host`]);
-  if (seen.code === 0 && seen.stdout.trim()) throw new UsageError(`a container named ${cp.name} already exists (${seen.stdout.trim().slice(0, 12)})`, leftoverFix(cp.cli, cp.name));
+  const seen = cliRun(
+    withCliArgs([cp.cli, 'inspect', '--type', 'container', '--format', '{{.Id}}', cp.name], cp.cliArgs),
+    { timeoutMs: 15_000 },
+  );
+  if (seen.error)
+    throw new UsageError(`runtime container: ${seen.error}`, [
+      `install ${cp.cli}, or --set container.cli=docker|podman, or --runtime host`,
+    ]);
+  if (seen.code === 0 && seen.stdout.trim())
+    throw new UsageError(
+      `a container named ${cp.name} already exists (${seen.stdout.trim().slice(0, 12)})`,
+      leftoverFix(cp.cli, cp.name),
+    );
 
   // argv names the key, never holds it: it may be logged
   // sparkctl's own record of this launch, before `run`: the marker it chose and where `run
@@ -65,22 +86,54 @@ export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Recor
     logFile: p.logFile,
   });
   const at = 1 + cp.cliArgs.length + 1; // [cli, ...cliArgs, 'run', HERE ...]
-  if (cp.argv[at - 1] !== 'run') throw new Error(`internal: a container argv without run at ${at - 1}: ${cp.argv.slice(0, at).join(' ')}`);
+  if (cp.argv[at - 1] !== 'run')
+    throw new Error(`internal: a container argv without run at ${at - 1}: ${cp.argv.slice(0, at).join(' ')}`);
   const argv = [...cp.argv.slice(0, at), '--cidfile', ledger.cidFile, ...cp.argv.slice(at)];
   const { fd, tail } = openLaunchLog(p.logFile, 'server log', argv);
   rememberCli(x.stateDir, cp.cli, cp.cliArgs);
-  const rec: ContainerRecord = { cli: cp.cli, cliArgs: cp.cliArgs, name: cp.name, image: cp.image, cidFile: ledger.cidFile };
+  const rec: ContainerRecord = {
+    cli: cp.cli,
+    cliArgs: cp.cliArgs,
+    name: cp.name,
+    image: cp.image,
+    cidFile: ledger.cidFile,
+  };
   const failed = (error: string): Launched => {
     closeSync(fd);
-    const l: Launched = { plan: p, child: undefined as never, pid: -1, pgid: -1, startTime: 0, marker, exit: { code: null, signal: null, error }, exited: Promise.resolve(), tail, container: rec };
+    const l: Launched = {
+      plan: p,
+      child: undefined as never,
+      pid: -1,
+      pgid: -1,
+      startTime: 0,
+      marker,
+      exit: { code: null, signal: null, error },
+      exited: Promise.resolve(),
+      tail,
+      container: rec,
+    };
     return l;
   };
   // Recorded before `run`: a sparkctl killed while the runtime creates it leaves an entry whose
   // cid file names the container.
-  record({ plan: p, child: undefined as never, pid: 0, pgid: 0, startTime: 0, marker, exit: undefined, exited: Promise.resolve(), tail, container: rec });
+  record({
+    plan: p,
+    child: undefined as never,
+    pid: 0,
+    pgid: 0,
+    startTime: 0,
+    marker,
+    exit: undefined,
+    exited: Promise.resolve(),
+    tail,
+    container: rec,
+  });
   const run = cliRun(argv, { env: { ...process.env, ...secrets }, timeoutMs: 300_000 });
   if (run.stderr) writeSync(fd, run.stderr.endsWith('\n') ? run.stderr : `${run.stderr}\n`);
-  if (run.error || run.code !== 0) return failed(`${cp.cli} run failed: ${(run.error ?? failureLine(run.stderr) ?? `exit ${run.code}`).slice(0, 400)}`);
+  if (run.error || run.code !== 0)
+    return failed(
+      `${cp.cli} run failed: ${(run.error ?? failureLine(run.stderr) ?? `exit ${run.code}`).slice(0, 400)}`,
+    );
   const id = run.stdout
     .trim()
     .split('\n')
@@ -91,7 +144,11 @@ export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Recor
   rec.id = id;
   // no marker in its environment: it is no server of its own (the orphan scan reads markers); it is
   // proven by its pid and start time, recorded below, and its argv
-  const child = spawn(cp.cli, [...cp.cliArgs, 'logs', '-f', id], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
+  const child = spawn(cp.cli, [...cp.cliArgs, 'logs', '-f', id], {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+    env: process.env,
+  });
   closeSync(fd);
   // the follower ends with the container: its own exit code says nothing about the server's
   const l = childRecord(
@@ -128,7 +185,9 @@ export async function endFollower(rec: ContainerRecord, settleMs: number, graceM
 function follows(pid: number, containerId: string | undefined): boolean {
   if (!containerId) return false;
   try {
-    return readTextSync(`/proc/${pid}/cmdline`, { maxBytes: READ_LIMITS.proc }).endsWith(`\0logs\0-f\0${containerId}\0`);
+    return readTextSync(`/proc/${pid}/cmdline`, { maxBytes: READ_LIMITS.proc }).endsWith(
+      `\0logs\0-f\0${containerId}\0`,
+    );
   } catch {
     return false;
   }

@@ -137,10 +137,20 @@ if pc >= 500: say('wedged', 'the 1-token probe failed with HTTP ' + str(pc), 1, 
 say('busy', 'the 1-token probe was answered (HTTP ' + str(pc) + '): not a wedge', 0, **ev)
 `;
 
-/** The config line: a JSON object is a Python dict literal here (numbers and strings only), '$' and '%' written as escapes. */
+/**
+ * The config line: a JSON object is a Python dict literal here (numbers and strings only), '$' and '%' written as
+ * escapes.
+ */
 function configLine(c: LivenessConfig): string {
-  if (!Number.isInteger(c.port) || c.port < 1 || c.port > 65535) throw new UsageError(`server.port ${c.port}: not a port`, ['a port between 1 and 65535']);
-  const json = JSON.stringify({ port: c.port, model: c.model, window: c.windowS, maxWindow: c.maxWindowS, probeTimeout: c.probeTimeoutS });
+  if (!Number.isInteger(c.port) || c.port < 1 || c.port > 65535)
+    throw new UsageError(`server.port ${c.port}: not a port`, ['a port between 1 and 65535']);
+  const json = JSON.stringify({
+    port: c.port,
+    model: c.model,
+    window: c.windowS,
+    maxWindow: c.maxWindowS,
+    probeTimeout: c.probeTimeoutS,
+  });
   return `C = ${json.replace(/\$/g, '\\u0024').replace(/%/g, '\\u0025')}`;
 }
 

@@ -9,7 +9,16 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../util/atomic.js';
 import { ensureDir } from '../../util/dirs.js';
-import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, type ContainerCli, type ContainerProof } from './container.js';
+import {
+  inspectArgv,
+  proveContainer,
+  removeArgv,
+  stopArgv,
+  withCliArgs,
+  MARKER_LABEL,
+  type ContainerCli,
+  type ContainerProof,
+} from './container.js';
 import { readTextSync, READ_LIMITS } from '../../util/read.js';
 import { cliArgsProblem, cliWordProblem } from './cli-words.js';
 import { pollUntil } from '../../util/poll.js';
@@ -39,57 +48,91 @@ export interface CliResult {
   error?: string;
 }
 
-/** The words for a CLI that could not be run (not installed) or did not answer in time: one wording wherever a CLI is run. */
-export function cliError(argv: readonly string[], kind: 'not-found' | 'timeout' | 'too-large', timeoutMs: number): string {
-  if (kind === 'too-large') return `${argv.slice(0, 3).join(' ')} wrote more than ${CLI_MAX_BYTES / 1024 / 1024} MiB: cut off, not read`;
-  return kind === 'not-found' ? `${argv[0]} is not installed (not on PATH)` : `${argv.slice(0, 3).join(' ')} did not answer within ${Math.round(timeoutMs / 1000)} s`;
+/**
+ * The words for a CLI that could not be run (not installed) or did not answer in time: one wording wherever a CLI is
+ * run.
+ */
+export function cliError(
+  argv: readonly string[],
+  kind: 'not-found' | 'timeout' | 'too-large',
+  timeoutMs: number,
+): string {
+  if (kind === 'too-large')
+    return `${argv.slice(0, 3).join(' ')} wrote more than ${CLI_MAX_BYTES / 1024 / 1024} MiB: cut off, not read`;
+  return kind === 'not-found'
+    ? `${argv[0]} is not installed (not on PATH)`
+    : `${argv.slice(0, 3).join(' ')} did not answer within ${Math.round(timeoutMs / 1000)} s`;
 }
 
 /** What is read of a CLI's output (each of stdout and stderr). */
 const CLI_MAX_BYTES = 4 * 1024 * 1024;
-const SPAWN_ERRORS: Record<string, 'not-found' | 'timeout' | 'too-large' | undefined> = { ENOENT: 'not-found', ETIMEDOUT: 'timeout', ENOBUFS: 'too-large' };
+const SPAWN_ERRORS: Record<string, 'not-found' | 'timeout' | 'too-large' | undefined> = {
+  ENOENT: 'not-found',
+  ETIMEDOUT: 'timeout',
+  ENOBUFS: 'too-large',
+};
 
 /** Run the CLI (argv[0] is the CLI), bounded; the environment carries what argv only names. */
 export function cliRun(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliResult {
-  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: CLI_MAX_BYTES });
+  const r = spawnSync(argv[0]!, argv.slice(1), {
+    encoding: 'utf8',
+    env: opts.env ?? process.env,
+    timeout: opts.timeoutMs ?? 30_000,
+    maxBuffer: CLI_MAX_BYTES,
+  });
   const err = r.error as NodeJS.ErrnoException | undefined;
   const kind = err?.code ? SPAWN_ERRORS[err.code] : undefined;
   return {
     code: r.status,
     stdout: r.stdout ?? '',
     stderr: r.stderr ?? '',
-    error: err ? (kind ? cliError(argv, kind, kind === 'timeout' ? (opts.timeoutMs ?? 30_000) : 0) : err.message) : undefined,
+    error: err
+      ? kind
+        ? cliError(argv, kind, kind === 'timeout' ? (opts.timeoutMs ?? 30_000) : 0)
+        : err.message
+      : undefined,
   };
 }
 
 /** cliRun without blocking the event loop (a stop waits the whole grace). */
-export function cliRunAsync(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+export function cliRunAsync(
+  argv: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: CLI_MAX_BYTES }, (err, stdout, stderr) => {
-      const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
-      const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
-      // killed at the deadline is a timeout even when the CLI then exits with a code of its own
-      // (podman run, sent SIGTERM, exits 126): read as that exit status it hid the deadline.
-      // Killed for writing past the bound is that, not a timeout.
-      const error = !e
-        ? undefined
-        : e.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER'
-          ? cliError(argv, 'too-large', 0)
-          : e.killed
-            ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000)
-            : typeof e.code === 'number'
-              ? undefined
-              : e.code === 'ENOENT'
-                ? cliError(argv, 'not-found', 0)
-                : e.message;
-      resolve({ code, stdout: stdout ?? '', stderr: stderr ?? '', error });
-    });
+    execFile(
+      argv[0]!,
+      argv.slice(1),
+      { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: CLI_MAX_BYTES },
+      (err, stdout, stderr) => {
+        const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
+        const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
+        // killed at the deadline is a timeout even when the CLI then exits with a code of its own
+        // (podman run, sent SIGTERM, exits 126): read as that exit status it hid the deadline.
+        // Killed for writing past the bound is that, not a timeout.
+        const error = !e
+          ? undefined
+          : e.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER'
+            ? cliError(argv, 'too-large', 0)
+            : e.killed
+              ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000)
+              : typeof e.code === 'number'
+                ? undefined
+                : e.code === 'ENOENT'
+                  ? cliError(argv, 'not-found', 0)
+                  : e.message;
+        resolve({ code, stdout: stdout ?? '', stderr: stderr ?? '', error });
+      },
+    );
   });
 }
 
 const IMAGE_ID = /^(?:sha256:)?([a-f0-9]{64})$/;
 
-/** The one rule for an image ID a container CLI answers (`inspect --format {{.Image}}`, here or on a node): 64 hex, bare or sha256:, or undefined. */
+/**
+ * The one rule for an image ID a container CLI answers (`inspect --format {{.Image}}`, here or on a node): 64 hex, bare
+ * or sha256:, or undefined.
+ */
 export function imageIdOf(answer: string): string | undefined {
   return IMAGE_ID.exec(answer.trim())?.[1];
 }
@@ -110,7 +153,9 @@ const NOT_FOUND = /no such (object|container)|no container with name or id|not f
 
 /** The ids of containers carrying label=value (running or not). */
 function idsByLabel(cli: ContainerCli, cliArgs: readonly string[], label: string, value: string): string[] | undefined {
-  const r = cliRun(withCliArgs([cli, 'ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}=${value}`], cliArgs), { timeoutMs: 15_000 });
+  const r = cliRun(withCliArgs([cli, 'ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}=${value}`], cliArgs), {
+    timeoutMs: 15_000,
+  });
   if (r.error || r.code !== 0) return undefined;
   return r.stdout
     .split('\n')
@@ -140,7 +185,8 @@ export function proveRecord(rec: ContainerRecord, marker: string | undefined): C
   if (bad) return { state: 'unproven', code: 'unreadable', reason: `the record's container CLI: ${bad}` };
   const id = rec.id ?? readCidFile(rec.cidFile);
   if (!id) {
-    if (!marker) return { state: 'unproven', code: 'unreadable', reason: 'the entry records neither a container id nor a marker' };
+    if (!marker)
+      return { state: 'unproven', code: 'unreadable', reason: 'the entry records neither a container id nor a marker' };
     const ids = idsByLabel(rec.cli, rec.cliArgs, MARKER_LABEL, marker);
     if (ids === undefined) return { state: 'unproven', code: 'unreadable', reason: `${rec.cli} ps did not answer` };
     // nothing carries the marker: the run never made a container
@@ -158,7 +204,12 @@ export function proveRecord(rec: ContainerRecord, marker: string | undefined): C
   if (r.error && !/not installed/.test(r.error)) r = cliRun(argv, { timeoutMs: 60_000 });
   if (r.error) return { state: 'unproven', code: 'unreadable', reason: r.error };
   const notFound = r.code !== 0 && NOT_FOUND.test(r.stderr);
-  if (r.code !== 0 && !notFound) return { state: 'unproven', code: 'unreadable', reason: `${rec.cli} inspect failed: ${r.stderr.trim().slice(0, 200)}` };
+  if (r.code !== 0 && !notFound)
+    return {
+      state: 'unproven',
+      code: 'unreadable',
+      reason: `${rec.cli} inspect failed: ${r.stderr.trim().slice(0, 200)}`,
+    };
   return { ...proveContainer({ containerId: id, marker }, { stdout: r.stdout, notFound }), id };
 }
 
@@ -183,8 +234,11 @@ export async function stopContainer(
   if (p.state === 'alive') onStop?.();
   if (p.state === 'alive' && graceS <= 0) {
     // at once: kill, not stop --time 0 (podman holds the container's lock while an earlier stop waits out its grace)
-    const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', id], rec.cliArgs), { timeoutMs: 30_000 });
-    if (k.error || k.code !== 0) return { how: 'unproven', removed: false, id, detail: k.error ?? k.stderr.trim().slice(0, 200) };
+    const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', id], rec.cliArgs), {
+      timeoutMs: 30_000,
+    });
+    if (k.error || k.code !== 0)
+      return { how: 'unproven', removed: false, id, detail: k.error ?? k.stderr.trim().slice(0, 200) };
     await pollUntil(
       () => proveRecord({ ...rec, id }, marker).state,
       (state) => state !== 'alive',
@@ -193,17 +247,30 @@ export async function stopContainer(
     how = 'killed';
   } else if (p.state === 'alive') {
     // the CLI's own deadline is the grace; ours is that plus the CLI's start-up and the kill
-    const s = await cliRunAsync(withCliArgs(stopArgv(rec.cli, id, graceS), rec.cliArgs), { timeoutMs: (graceS + 30) * 1000 });
-    if (s.error || s.code !== 0) return { how: 'unproven', removed: false, id, detail: s.error ?? s.stderr.trim().slice(0, 200) };
+    const s = await cliRunAsync(withCliArgs(stopArgv(rec.cli, id, graceS), rec.cliArgs), {
+      timeoutMs: (graceS + 30) * 1000,
+    });
+    if (s.error || s.code !== 0)
+      return { how: 'unproven', removed: false, id, detail: s.error ?? s.stderr.trim().slice(0, 200) };
   }
   // what the server exited with (137: the runtime's SIGKILL after the grace), read before rm
-  const ec = cliRun(withCliArgs([rec.cli, 'inspect', '--type', 'container', '--format', '{{.State.ExitCode}}', id], rec.cliArgs), { timeoutMs: 15_000 }).stdout.trim();
+  const ec = cliRun(
+    withCliArgs([rec.cli, 'inspect', '--type', 'container', '--format', '{{.State.ExitCode}}', id], rec.cliArgs),
+    { timeoutMs: 15_000 },
+  ).stdout.trim();
   const exitCode = /^\d{1,3}$/.test(ec) ? Number(ec) : undefined;
   if (p.state === 'alive' && exitCode === 137) how = 'killed';
   const again = proveRecord({ ...rec, id }, marker);
-  if (again.state !== 'alive' && again.state !== 'exited') return { how, removed: again.state === 'gone', id, exitCode };
+  if (again.state !== 'alive' && again.state !== 'exited')
+    return { how, removed: again.state === 'gone', id, exitCode };
   const rm = await cliRunAsync(withCliArgs(removeArgv(rec.cli, id), rec.cliArgs), { timeoutMs: 30_000 });
-  return { how, removed: rm.code === 0, id, exitCode, detail: rm.code === 0 ? undefined : rm.stderr.trim().slice(0, 200) };
+  return {
+    how,
+    removed: rm.code === 0,
+    id,
+    exitCode,
+    detail: rm.code === 0 ? undefined : rm.stderr.trim().slice(0, 200),
+  };
 }
 
 /**
@@ -214,7 +281,9 @@ export async function stopContainer(
 export async function killContainer(rec: ContainerRecord): Promise<boolean> {
   if (!rec.id || !/^[a-f0-9]{64}$/.test(rec.id)) return false;
   if (cliWordProblem(rec.cli) ?? cliArgsProblem(rec.cliArgs)) return false;
-  const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', rec.id], rec.cliArgs), { timeoutMs: 30_000 });
+  const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', rec.id], rec.cliArgs), {
+    timeoutMs: 30_000,
+  });
   return !k.error && k.code === 0;
 }
 
@@ -225,7 +294,10 @@ function knownClis(stateDir: string): Array<{ cli: ContainerCli; cliArgs: string
   try {
     const v = JSON.parse(readTextSync(f, { maxBytes: READ_LIMITS.record, noFollow: true })) as unknown;
     if (!Array.isArray(v)) return [];
-    return v.filter((x): x is { cli: ContainerCli; cliArgs: string[] } => typeof x === 'object' && x !== null && !cliWordProblem(x.cli) && !cliArgsProblem(x.cliArgs));
+    return v.filter(
+      (x): x is { cli: ContainerCli; cliArgs: string[] } =>
+        typeof x === 'object' && x !== null && !cliWordProblem(x.cli) && !cliArgsProblem(x.cliArgs),
+    );
   } catch {
     return [];
   }
@@ -308,9 +380,12 @@ export function ledgerRecords(stateDir: string): LedgerRecord[] {
   const out: LedgerRecord[] = [];
   for (const f of files.sort()) {
     try {
-      const v = JSON.parse(readTextSync(join(ledgerDir(stateDir), f), { maxBytes: READ_LIMITS.record, noFollow: true })) as unknown;
+      const v = JSON.parse(
+        readTextSync(join(ledgerDir(stateDir), f), { maxBytes: READ_LIMITS.record, noFollow: true }),
+      ) as unknown;
       // the paths are ours to derive, whatever the file says
-      if (LedgerShape(v) && `${v.marker}.json` === f) out.push({ ...v, cidFile: ledgerPaths(stateDir, v.marker).cidFile });
+      if (LedgerShape(v) && `${v.marker}.json` === f)
+        out.push({ ...v, cidFile: ledgerPaths(stateDir, v.marker).cidFile });
     } catch {
       /* unreadable: no proof */
     }

@@ -36,7 +36,10 @@ export function processEnv(pid: number, name: string): string | undefined {
 export function environBlank(pid: number): boolean {
   try {
     // setproctitle writes the title (then NULs) over the start of the area; a few variables may survive at its end
-    return !readRegularFileSync(`/proc/${pid}/environ`, { maxBytes: READ_LIMITS.proc }).toString('latin1').split('\0')[0]!.includes('=');
+    return !readRegularFileSync(`/proc/${pid}/environ`, { maxBytes: READ_LIMITS.proc })
+      .toString('latin1')
+      .split('\0')[0]!
+      .includes('=');
   } catch {
     return false;
   }
@@ -83,7 +86,10 @@ export type UnprovenCode =
   | 'group-unmarked'
   /** proven once, but the proof did not hold again right before a signal */
   | 'reproof-failed'
-  /** a container that is not provably ours (another id, no sparkctl label, another marker) or that the runtime would not describe */
+  /**
+   * a container that is not provably ours (another id, no sparkctl label, another marker) or that the runtime would not
+   * describe
+   */
   | 'container-unproven';
 
 const posInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 1;
@@ -101,7 +107,11 @@ export interface ProcFacts {
   marker(pid: number): string | undefined;
 }
 
-export const LOCAL_FACTS: ProcFacts = { startTime: processStartTime, groupMembers, marker: (pid) => processEnv(pid, INSTANCE_ENV) };
+export const LOCAL_FACTS: ProcFacts = {
+  startTime: processStartTime,
+  groupMembers,
+  marker: (pid) => processEnv(pid, INSTANCE_ENV),
+};
 
 /**
  * Prove (or not) that the processes an entry names are the ones we launched. Pure reading of a
@@ -111,15 +121,35 @@ export const LOCAL_FACTS: ProcFacts = { startTime: processStartTime, groupMember
 export function proveIdentity(id: Identity, facts: ProcFacts = LOCAL_FACTS): Proof {
   const pid = id.pid;
   const pgid = id.pgid;
-  if (!posInt(pid)) return { state: 'unproven', code: 'entry-incomplete', reason: `the entry has no valid pid (${JSON.stringify(pid)})` };
+  if (!posInt(pid))
+    return {
+      state: 'unproven',
+      code: 'entry-incomplete',
+      reason: `the entry has no valid pid (${JSON.stringify(pid)})`,
+    };
   const marker = markerOf(id);
   const leaderStart = facts.startTime(pid);
   const members = posInt(pgid) ? facts.groupMembers(pgid) : [];
   if (leaderStart === undefined && !members.length) return { state: 'gone' };
-  if (!posInt(pgid)) return { state: 'unproven', code: 'entry-incomplete', reason: `the entry has no valid process group (${JSON.stringify(pgid)})` };
+  if (!posInt(pgid))
+    return {
+      state: 'unproven',
+      code: 'entry-incomplete',
+      reason: `the entry has no valid process group (${JSON.stringify(pgid)})`,
+    };
   // sparkctl launches every server as the leader of its own group: anything else is not ours.
-  if (pgid !== pid) return { state: 'unproven', code: 'not-group-leader', reason: `the entry's process group ${pgid} is not its pid ${pid} (sparkctl always launches a group leader)` };
-  if (!posInt(id.startTime)) return { state: 'unproven', code: 'entry-incomplete', reason: `the entry has no start time: pid ${pid} cannot be told from a reused one` };
+  if (pgid !== pid)
+    return {
+      state: 'unproven',
+      code: 'not-group-leader',
+      reason: `the entry's process group ${pgid} is not its pid ${pid} (sparkctl always launches a group leader)`,
+    };
+  if (!posInt(id.startTime))
+    return {
+      state: 'unproven',
+      code: 'entry-incomplete',
+      reason: `the entry has no start time: pid ${pid} cannot be told from a reused one`,
+    };
   const leaderOurs = leaderStart === id.startTime && (!marker || facts.marker(pid) === marker);
   if (leaderOurs) return { state: 'alive', pgid, members };
   if (!marker) {
@@ -127,7 +157,10 @@ export function proveIdentity(id: Identity, facts: ProcFacts = LOCAL_FACTS): Pro
     return {
       state: 'unproven',
       code: leaderStart !== undefined ? 'pid-reused' : 'group-unmarked',
-      reason: leaderStart !== undefined ? `pid ${pid} is another process now (start time differs)` : `its leader ${pid} is gone and its group ${pgid} cannot be proven (no marker in the entry)`,
+      reason:
+        leaderStart !== undefined
+          ? `pid ${pid} is another process now (start time differs)`
+          : `its leader ${pid} is gone and its group ${pgid} cannot be proven (no marker in the entry)`,
     };
   }
   const marked = members.filter((m) => facts.marker(m) === marker);
@@ -166,7 +199,11 @@ export interface ProvenSignal {
  * What a signal to the group (or only its leader) may be sent to, by the proof over `facts`; undefined:
  * nothing may be signalled (gone, unproven; the leader alone only while it is the proven leader).
  */
-export function provenSignal(id: Identity, facts: ProcFacts, to: 'group' | 'leader' = 'group'): ProvenSignal | undefined {
+export function provenSignal(
+  id: Identity,
+  facts: ProcFacts,
+  to: 'group' | 'leader' = 'group',
+): ProvenSignal | undefined {
   const p = proveIdentity(id, facts);
   if (p.state !== 'alive' && p.state !== 'degraded') return undefined;
   if (to === 'leader' && p.state !== 'alive') return undefined;
@@ -176,7 +213,11 @@ export function provenSignal(id: Identity, facts: ProcFacts, to: 'group' | 'lead
   const on = p.state === 'alive' ? pid : p.members.find((m) => facts.marker(m) === marker);
   const start = on === undefined ? undefined : facts.startTime(on);
   if (on === undefined || start === undefined) return undefined;
-  return { target: to === 'leader' ? pid : -p.pgid, anchor: { pid: on, start, pgid: p.pgid }, members: to === 'leader' ? [pid] : p.members };
+  return {
+    target: to === 'leader' ? pid : -p.pgid,
+    anchor: { pid: on, start, pgid: p.pgid },
+    members: to === 'leader' ? [pid] : p.members,
+  };
 }
 
 /**
@@ -193,7 +234,10 @@ export interface ProcTransport {
    * Wait up to `ms` for the group to have no live member, or (with `leader`) for the leader to be gone
    * or another process; the live members and whether the leader is still that process at the end.
    */
-  waitGroup(pgid: number, o: { ms: number; leader?: { pid: number; start: number }; signal?: AbortSignal }): Promise<{ members: number; leaderAlive: boolean }>;
+  waitGroup(
+    pgid: number,
+    o: { ms: number; leader?: { pid: number; start: number }; signal?: AbortSignal },
+  ): Promise<{ members: number; leaderAlive: boolean }>;
 }
 
 function anchorHolds(a: Anchor): boolean {
@@ -235,9 +279,16 @@ export const LOCAL_PROC: ProcTransport = {
 function recordSignal(target: number, sig: NodeJS.Signals, members: number[]) {
   const file = process.env.SPARKCTL_SIGNAL_LOG;
   if (!file) return;
-  const reached = members.map((p) => ({ pid: p, testRun: processEnv(p, 'SPARKCTL_TEST_RUN') ?? null, environBlank: environBlank(p) }));
+  const reached = members.map((p) => ({
+    pid: p,
+    testRun: processEnv(p, 'SPARKCTL_TEST_RUN') ?? null,
+    environBlank: environBlank(p),
+  }));
   try {
-    appendFileSync(file, JSON.stringify({ at: new Date().toISOString(), by: process.pid, target, sig, reached }) + '\n');
+    appendFileSync(
+      file,
+      JSON.stringify({ at: new Date().toISOString(), by: process.pid, target, sig, reached }) + '\n',
+    );
   } catch {
     /* recording is best effort; it never stops a stop */
   }
@@ -253,7 +304,13 @@ export function signalProven(id: Identity, sig: NodeJS.Signals, to: 'group' | 'l
 }
 
 /** The same over a transport: the proof is read afresh there, and the signal rests on its anchor. */
-async function signalOver(t: ProcTransport, id: Identity & { pid: number; pgid: number }, sig: 'SIGTERM' | 'SIGKILL', to: 'group' | 'leader' = 'group', facts?: ProcFacts): Promise<boolean> {
+async function signalOver(
+  t: ProcTransport,
+  id: Identity & { pid: number; pgid: number },
+  sig: 'SIGTERM' | 'SIGKILL',
+  to: 'group' | 'leader' = 'group',
+  facts?: ProcFacts,
+): Promise<boolean> {
   const s = provenSignal(id, facts ?? (await t.facts(id)), to);
   return !!s && t.signal(s, sig);
 }
@@ -272,7 +329,11 @@ const LINGER_MS = 5000;
  * --shutdown-timeout 30). The group gets its own SIGTERM when the leader is gone already (an
  * orphaned EngineCore) or the rest outlives the leader by LINGER_MS.
  */
-export function stopGroup(id: Identity, timeoutMs: number, opts: { signal?: AbortSignal; onTerm?: () => void } = {}): Promise<StopHow> {
+export function stopGroup(
+  id: Identity,
+  timeoutMs: number,
+  opts: { signal?: AbortSignal; onTerm?: () => void } = {},
+): Promise<StopHow> {
   return stopGroupOver(LOCAL_PROC, id, timeoutMs, opts);
 }
 
@@ -280,7 +341,12 @@ export function stopGroup(id: Identity, timeoutMs: number, opts: { signal?: Abor
  * stopGroup on any machine: the one definition of a stop, over a transport (this host, or a node's
  * shell). An aborted `signal` cuts the wait short: SIGKILL now.
  */
-export async function stopGroupOver(t: ProcTransport, id: Identity, timeoutMs: number, opts: { signal?: AbortSignal; onTerm?: () => void } = {}): Promise<StopHow> {
+export async function stopGroupOver(
+  t: ProcTransport,
+  id: Identity,
+  timeoutMs: number,
+  opts: { signal?: AbortSignal; onTerm?: () => void } = {},
+): Promise<StopHow> {
   if (!posInt(id.pid)) return 'unproven';
   const who = { ...id, pid: id.pid, pgid: posInt(id.pgid) ? id.pgid : id.pid };
   const facts = await t.facts(who);
@@ -308,25 +374,36 @@ export async function stopGroupOver(t: ProcTransport, id: Identity, timeoutMs: n
   let w = { members: 1, leaderAlive: true };
   for (;;) {
     const left = timeoutMs - elapsed();
-    // each reading of a group still alive applies the linger rule: its own SIGTERM once the leader is gone for LINGER_MS
+    // each reading of a group still alive applies the linger rule: its own SIGTERM once the leader is gone for
+    // LINGER_MS
     const watchLeader = !groupTermed && leaderGoneAt === undefined;
     const ms = groupTermed || leaderGoneAt === undefined ? left : Math.min(left, leaderGoneAt + LINGER_MS - elapsed());
     w = await t.waitGroup(pgid, { ms: Math.max(0, ms), leader: watchLeader ? leader : undefined, signal: opts.signal });
     if (w.members === 0) return 'terminated';
     if (!groupTermed && !w.leaderAlive) leaderGoneAt ??= elapsed();
-    if (!groupTermed && leaderGoneAt !== undefined && elapsed() - leaderGoneAt >= LINGER_MS) groupTermed = (await signalOver(t, who, 'SIGTERM')) || true;
+    if (!groupTermed && leaderGoneAt !== undefined && elapsed() - leaderGoneAt >= LINGER_MS)
+      groupTermed = (await signalOver(t, who, 'SIGTERM')) || true;
     if (opts.signal?.aborted || elapsed() >= timeoutMs) break;
   }
   if (w.members === 0) return 'terminated';
-  if (!(await signalOver(t, who, 'SIGKILL')) && !(await killKnown(t, pgid, known))) return (await t.waitGroup(pgid, { ms: 0 })).members ? 'unproven' : 'terminated';
+  if (!(await signalOver(t, who, 'SIGKILL')) && !(await killKnown(t, pgid, known)))
+    return (await t.waitGroup(pgid, { ms: 0 })).members ? 'unproven' : 'terminated';
   await t.waitGroup(pgid, { ms: 1000 });
   return 'killed';
 }
 
-/** SIGKILL each member seen under the proven leader that is still that process (same start time, same group); whether any was. */
-async function killKnown(t: ProcTransport, pgid: number, known: Array<{ pid: number; start: number }>): Promise<boolean> {
+/**
+ * SIGKILL each member seen under the proven leader that is still that process (same start time, same group); whether
+ * any was.
+ */
+async function killKnown(
+  t: ProcTransport,
+  pgid: number,
+  known: Array<{ pid: number; start: number }>,
+): Promise<boolean> {
   let any = false;
-  for (const m of known) if (await t.signal({ target: m.pid, anchor: { ...m, pgid }, members: [m.pid] }, 'SIGKILL')) any = true;
+  for (const m of known)
+    if (await t.signal({ target: m.pid, anchor: { ...m, pgid }, members: [m.pid] }, 'SIGKILL')) any = true;
   return any;
 }
 

@@ -8,7 +8,13 @@
 import { CONTROL } from '../../util/control.js';
 import { MARKER_LABEL, NAME_LABEL, STATE_LABEL, NVIDIA_ULIMITS, type ContainerSpec } from './container.js';
 import { UsageError } from '../../errors.js';
-import { LIVENESS_PERIOD_S, LIVENESS_RETRIES, livenessShell, livenessTimeoutS, type LivenessConfig } from './liveness.js';
+import {
+  LIVENESS_PERIOD_S,
+  LIVENESS_RETRIES,
+  livenessShell,
+  livenessTimeoutS,
+  type LivenessConfig,
+} from './liveness.js';
 
 /** The [Container] keys rendered here and the podman release whose quadlet first reads each. */
 const QUADLET_KEY_SINCE: Record<string, string> = {
@@ -35,10 +41,15 @@ const QUADLET_KEY_SINCE: Record<string, string> = {
 };
 
 function refuse(what: string, v: string): never {
-  throw new UsageError(`${what} ${JSON.stringify(v)}: cannot be written into a Quadlet unit`, ['remove newlines, control characters and backslashes from it']);
+  throw new UsageError(`${what} ${JSON.stringify(v)}: cannot be written into a Quadlet unit`, [
+    'remove newlines, control characters and backslashes from it',
+  ]);
 }
 
-/** A raw value (quadlet reads Image=, ContainerName=, Volume=, ... as is and copies it into ExecStart=): specifiers and variables escaped. */
+/**
+ * A raw value (quadlet reads Image=, ContainerName=, Volume=, ... as is and copies it into ExecStart=): specifiers and
+ * variables escaped.
+ */
 function rawValue(what: string, v: string): string {
   if (CONTROL.test(v) || v.includes('\\') || /^\s|\s$/.test(v) || v === '') refuse(what, v);
   return v.replace(/%/g, '%%').replace(/\$/g, '$$$$');
@@ -107,8 +118,16 @@ function containerLines(x: QuadletInput, name: string): Array<[string, string]> 
   if (s.network.mode === 'host') out.push(['Network', 'host']);
   else if (s.network.mode === 'private') {
     /* a replica on --uds: its socket's folder is a Volume, no port published */
-  } else out.push(['PublishPort', rawValue('server.host', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`)]);
-  for (const m of s.mounts) out.push(['Volume', rawValue('a mount', `${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`)]);
+  } else
+    out.push([
+      'PublishPort',
+      rawValue(
+        'server.host',
+        `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`,
+      ),
+    ]);
+  for (const m of s.mounts)
+    out.push(['Volume', rawValue('a mount', `${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`)]);
   for (const [k, v] of Object.entries(s.env)) out.push(['Environment', word(`env.${k}`, `${k}=${v}`)]);
   for (const k of s.envByName) {
     const secret = x.secrets[k];
@@ -161,16 +180,20 @@ function healthComment(l: NonNullable<QuadletInput['liveness']>): string {
 }
 
 export function renderQuadlet(x: QuadletInput): QuadletUnit {
-  if (x.spec.cli !== 'podman') throw new UsageError("--quadlet: Quadlet is podman's; this profile runs docker", ['--set container.cli=podman, or leave out --quadlet (a docker run unit)']);
-  // Quadlet's own default name (systemd-%N): serve names its containers sparkctl-*, so quadlet's --replace never takes one of them
+  if (x.spec.cli !== 'podman')
+    throw new UsageError("--quadlet: Quadlet is podman's; this profile runs docker", [
+      '--set container.cli=podman, or leave out --quadlet (a docker run unit)',
+    ]);
+  // Quadlet's own default name (systemd-%N): serve names its containers sparkctl-*, so quadlet's --replace never takes
+  // one of them
   const name = `systemd-${x.unit}`;
   const lines = containerLines(x, name);
   const keys = [...new Set(lines.map(([k]) => k))];
   const minPodman = maxVersion(keys.map((k) => QUADLET_KEY_SINCE[k] ?? '99.0'));
   // the health keys said once, as Health*=
-  const since = [...new Set(keys.filter((k) => QUADLET_KEY_SINCE[k] !== '4.4').map((k) => (k.startsWith('Health') ? 'Health*' : k)))].map(
-    (k) => `${k}= ${QUADLET_KEY_SINCE[k === 'Health*' ? 'HealthCmd' : k]}`,
-  );
+  const since = [
+    ...new Set(keys.filter((k) => QUADLET_KEY_SINCE[k] !== '4.4').map((k) => (k.startsWith('Health') ? 'Health*' : k))),
+  ].map((k) => `${k}= ${QUADLET_KEY_SINCE[k === 'Health*' ? 'HealthCmd' : k]}`);
   const text = `# Needs podman >= ${minPodman} (Quadlet came in 4.4${since.length ? `; ${since.join(', ')}` : ''}).
 # Install: save as /etc/containers/systemd/${x.unit}.container, then
 #   systemctl daemon-reload && systemctl start ${x.unit}

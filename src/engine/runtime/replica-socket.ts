@@ -15,7 +15,10 @@ import { lstatIfAny } from '../../util/atomic.js';
 import { socketInodesOfPid } from './socket-owner.js';
 import { ensurePrivateDir } from '../../util/dirs.js';
 
-/** The folder of replica sockets (and its parent, <state>/router): made 0700 where missing; refused when a link or not this user's. */
+/**
+ * The folder of replica sockets (and its parent, <state>/router): made 0700 where missing; refused when a link or not
+ * this user's.
+ */
 export function ensureSocketDir(dir: string): void {
   // the replicas' own folder: nobody else may even look up a socket's name in it
   ensurePrivateDir(dir, 'router folder', { parents: 1 });
@@ -29,7 +32,10 @@ export function unixListeners(text: string, path: string): Set<string> {
   const out = new Set<string>();
   for (const line of text.split('\n').slice(1)) {
     // Num RefCount Protocol Flags Type St Inode Path
-    const m = /^\s*[0-9a-fA-F]+:\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+([0-9a-fA-F]+)\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+(\d+)\s+(.+)$/.exec(line);
+    const m =
+      /^\s*[0-9a-fA-F]+:\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+([0-9a-fA-F]+)\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+(\d+)\s+(.+)$/.exec(
+        line,
+      );
     if (!m || m[3] !== path) continue;
     if ((parseInt(m[1]!, 16) & 0x10000) === 0) continue;
     out.add(m[2]!);
@@ -45,7 +51,10 @@ export function unixListeners(text: string, path: string): Set<string> {
 export function unixClientEnds(text: string, inodes: ReadonlySet<string>): number {
   let n = 0;
   for (const line of text.split('\n').slice(1)) {
-    const m = /^\s*[0-9a-fA-F]+:\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s+(\d+)\s*(.*)$/.exec(line);
+    const m =
+      /^\s*[0-9a-fA-F]+:\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s+(\d+)\s*(.*)$/.exec(
+        line,
+      );
     if (!m || m[1] !== '0001' || m[2] !== '03' || m[4] || !inodes.has(m[3]!)) continue;
     n++;
   }
@@ -62,8 +71,15 @@ export function unixClientEndsOf(pids: readonly number[], read: () => string | n
 /** /proc/net/unix, size-bounded; null without /proc. */
 export const netUnix = () => readTextOrNullSync('/proc/net/unix', { maxBytes: 64 * 1024 * 1024 }); // ~100 bytes a socket
 
-/** true: one of these processes listens at the socket's path; false: someone else does, or nobody; undefined: no /proc. */
-export function unixListenerIsOneOf(path: string, pids: readonly number[], read: () => string | null = netUnix, socketsOf: (pid: number) => string[] = socketInodesOfPid): boolean | undefined {
+/**
+ * true: one of these processes listens at the socket's path; false: someone else does, or nobody; undefined: no /proc.
+ */
+export function unixListenerIsOneOf(
+  path: string,
+  pids: readonly number[],
+  read: () => string | null = netUnix,
+  socketsOf: (pid: number) => string[] = socketInodesOfPid,
+): boolean | undefined {
   const text = read();
   if (text === null) return undefined;
   const inodes = unixListeners(text, path);
@@ -86,14 +102,23 @@ export function prepareReplicaSocket(path: string): void {
   ensureSocketDir(dirname(path));
   const st = lstatIfAny(path);
   if (!st) return;
-  if (!st.isSocket()) throw new UsageError(`replica socket ${path}: something that is not a socket is there`, [`remove ${path}; sparkctl's replica binds a socket there`]);
-  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) throw new UsageError(`replica socket ${path}: belongs to uid ${st.uid}, not to this user`, [`remove ${path}`]);
+  if (!st.isSocket())
+    throw new UsageError(`replica socket ${path}: something that is not a socket is there`, [
+      `remove ${path}; sparkctl's replica binds a socket there`,
+    ]);
+  if (typeof process.getuid === 'function' && st.uid !== process.getuid())
+    throw new UsageError(`replica socket ${path}: belongs to uid ${st.uid}, not to this user`, [`remove ${path}`]);
   if (unixListening(path) !== false)
-    throw new UsageError(`replica socket ${path}: a process listens on it (another start of this replica?)`, [`sparkctl status; sparkctl stop <profile>, or remove ${path} once nothing serves it`]);
+    throw new UsageError(`replica socket ${path}: a process listens on it (another start of this replica?)`, [
+      `sparkctl status; sparkctl stop <profile>, or remove ${path} once nothing serves it`,
+    ]);
   unlinkSync(path);
 }
 
-/** After a replica stopped: its socket removed when nothing listens on it any more (a leftover would only make the next start remove it). */
+/**
+ * After a replica stopped: its socket removed when nothing listens on it any more (a leftover would only make the next
+ * start remove it).
+ */
 export function removeStaleSocket(path: string): void {
   try {
     const st = lstatSync(path);

@@ -37,7 +37,10 @@ export interface ReplicaRun {
   entrypoint?: string[];
 }
 
-/** One replica's launch line, rendered in one place: what is spawned and with which environment. argv never holds a secret. */
+/**
+ * One replica's launch line, rendered in one place: what is spawned and with which environment. argv never holds a
+ * secret.
+ */
 export interface LaunchLine {
   argv: string[];
   /** variables by value (never a secret) */
@@ -46,9 +49,14 @@ export interface LaunchLine {
   envFrom: Record<string, string>;
   /** what the plan's JSON envelope shows of this launch beyond argv (a container: its run line and image) */
   envelope: Record<string, unknown>;
-  /** what the launch adds that this line does not hold, each a path or fact and why (a dry-run prints them as comments) */
+  /**
+   * what the launch adds that this line does not hold, each a path or fact and why (a dry-run prints them as comments)
+   */
   notes?: Array<{ what: string; value: string }>;
-  /** a container runtime: the run line and the settings it was rendered from (a Quadlet unit renders the same settings as keys) */
+  /**
+   * a container runtime: the run line and the settings it was rendered from (a Quadlet unit renders the same settings
+   * as keys)
+   */
   container?: ContainerPlan;
 }
 
@@ -63,7 +71,10 @@ export interface RuntimeTarget {
 }
 
 export interface Stopped {
-  /** gone: nothing of it was running; terminated: it ended within the grace; killed: SIGKILL after it; unproven: nothing was signalled */
+  /**
+   * gone: nothing of it was running; terminated: it ended within the grace; killed: SIGKILL after it; unproven: nothing
+   * was signalled
+   */
   how: 'gone' | 'terminated' | 'killed' | 'unproven';
   /** nothing of it is left to release (host: no member of its group; container: removed) */
   released: boolean;
@@ -75,7 +86,9 @@ export interface Stopped {
   exitCode?: number;
   /** how: unproven */
   unproven?: { code: UnprovenCode; detail: string };
-  /** what it still holds that the runtime could not release, in the runtime's words (a container it could not remove) */
+  /**
+   * what it still holds that the runtime could not release, in the runtime's words (a container it could not remove)
+   */
   held?: string;
 }
 
@@ -99,12 +112,21 @@ export interface Described {
  * Every answer is the runtime's own text, read by the caller as hostile.
  */
 export interface RuntimeImages {
-  /** a reference as this runtime reads it (`image inspect`: "<ID> <RepoDigests as JSON>"), or why it could not be read */
+  /**
+   * a reference as this runtime reads it (`image inspect`: "<ID> <RepoDigests as JSON>"), or why it could not be read
+   */
   inspect(ref: string, cliArgs: readonly string[]): Promise<{ stdout: string } | { error: string }>;
   /** the command that fetches a reference this runtime could not read */
   pullCommand(ref: string): string;
-  /** the runtime's own pull of a reference (image-pull.ts: a deadline, progress lines, a failure read into its kind); never throws */
-  pull(ref: string, cliArgs: readonly string[], opts: Pick<PullRequest, 'timeoutMs' | 'signal' | 'onLine'>): Promise<PullResult>;
+  /**
+   * the runtime's own pull of a reference (image-pull.ts: a deadline, progress lines, a failure read into its kind);
+   * never throws
+   */
+  pull(
+    ref: string,
+    cliArgs: readonly string[],
+    opts: Pick<PullRequest, 'timeoutMs' | 'signal' | 'onLine'>,
+  ): Promise<PullResult>;
   /** the image a launched server runs, as the runtime answers for it now (64 hex; undefined: not read) */
   runningId(t: RuntimeTarget): Promise<string | undefined>;
 }
@@ -112,7 +134,10 @@ export interface RuntimeImages {
 /** runtime, why, noHostGpu: its traits (traits.ts) */
 export interface Runtime extends RuntimeTraits {
   readonly kind: RuntimeKind;
-  /** the launch line of one replica; marker is the launch's ("<marker>" in a dry run); detached: false for a systemd unit's foreground run */
+  /**
+   * the launch line of one replica; marker is the launch's ("<marker>" in a dry run); detached: false for a systemd
+   * unit's foreground run
+   */
   render(x: ReplicaRun, marker: string, opts?: { detached?: boolean }): LaunchLine;
   /**
    * Start one replica; its output goes to the replica's log. record(l) is called whenever there is
@@ -139,7 +164,10 @@ export interface Runtime extends RuntimeTraits {
   release(l: Launched): void;
   /** how the server ended, once stopped (undefined: no exit seen) */
   exitOf(l: Launched, stopped?: Stopped): ChildExit | undefined;
-  /** where its output is: the replica's log (a container's, fed by its log follower), and the runtime's own reader where it has one */
+  /**
+   * where its output is: the replica's log (a container's, fed by its log follower), and the runtime's own reader where
+   * it has one
+   */
   logs(t: RuntimeTarget & { logFile: string }): { file: string; argv?: string[] };
   describe(t: RuntimeTarget & { marker?: string }): Described;
   /**
@@ -157,5 +185,9 @@ export interface Runtime extends RuntimeTraits {
    */
   systemd(x: ReplicaRun, marker: string): UnitExec | undefined;
   /** A Podman Quadlet .container file of one replica (undefined: not a container) */
-  quadlet(x: ReplicaRun, marker: string, u: { description: string; secret: string; startTimeoutS: number; liveness?: QuadletInput['liveness'] }): QuadletUnit | undefined;
+  quadlet(
+    x: ReplicaRun,
+    marker: string,
+    u: { description: string; secret: string; startTimeoutS: number; liveness?: QuadletInput['liveness'] },
+  ): QuadletUnit | undefined;
 }

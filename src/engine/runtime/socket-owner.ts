@@ -5,7 +5,10 @@ import { createServer } from 'node:net';
 import { readTextSync } from '../../util/read.js';
 
 /** Inodes of the sockets listening on this port (IPv4 and IPv6), from /proc/net/tcp{,6}; undefined without /proc. */
-export function listeningInodes(port: number, read: (f: string) => string | null = readOrNull): Set<string> | undefined {
+export function listeningInodes(
+  port: number,
+  read: (f: string) => string | null = readOrNull,
+): Set<string> | undefined {
   const texts = ['/proc/net/tcp', '/proc/net/tcp6'].map(read);
   if (texts.every((t) => t === null)) return undefined;
   const out = new Set<string>();
@@ -66,7 +69,11 @@ const LOCAL_PROC: ProcReader = { read: readOrNull, socketsOf: socketInodesOf };
  * true: one of these processes holds a socket listening on the port; false: someone else does (or
  * nobody); undefined: cannot tell (no /proc). One rule for this host and a node over ssh.
  */
-export function holdsListener(port: number, pids: readonly number[], proc: ProcReader = LOCAL_PROC): boolean | undefined {
+export function holdsListener(
+  port: number,
+  pids: readonly number[],
+  proc: ProcReader = LOCAL_PROC,
+): boolean | undefined {
   const inodes = listeningInodes(port, proc.read);
   if (!inodes) return undefined;
   if (!inodes.size) return false;
@@ -74,15 +81,21 @@ export function holdsListener(port: number, pids: readonly number[], proc: ProcR
 }
 
 /** This host: one of these processes holds the port's listening socket (holdsListener over this host's /proc). */
-export const listenerIsOneOf = (port: number, pids: readonly number[]): boolean | undefined => holdsListener(port, pids, LOCAL_PROC);
+export const listenerIsOneOf = (port: number, pids: readonly number[]): boolean | undefined =>
+  holdsListener(port, pids, LOCAL_PROC);
 
-/** The TCP sockets of a set of inodes, split by state: listening ports, and established connections by local and remote port. */
+/**
+ * The TCP sockets of a set of inodes, split by state: listening ports, and established connections by local and remote
+ * port.
+ */
 export interface TcpView {
   listening: Set<number>;
   established: Array<{ localPort: number; remotePort: number }>;
 }
 
-/** /proc/net/tcp{,6} texts -> the listening ports and established connections of these socket inodes. Pure; lines that do not parse are skipped. */
+/**
+ * /proc/net/tcp{,6} texts -> the listening ports and established connections of these socket inodes. Pure; lines that do not parse are skipped.
+ */
 export function parseTcp(texts: ReadonlyArray<string | null>, inodes: ReadonlySet<string>): TcpView {
   const port = (addr: string) => {
     const p = parseInt(addr.slice(addr.lastIndexOf(':') + 1), 16);
@@ -150,7 +163,10 @@ function portHolders(port: number): Array<{ pid: number; comm: string }> {
  * why not (the errno) and, for a port in use, the processes holding it where /proc shows them. The
  * one check before HAProxy binds (router and gateway): "haproxy exited with code 1" names nobody.
  */
-export async function bindTrial(host: string, port: number): Promise<{ code: string; holders: Array<{ pid: number; comm: string }> } | undefined> {
+export async function bindTrial(
+  host: string,
+  port: number,
+): Promise<{ code: string; holders: Array<{ pid: number; comm: string }> } | undefined> {
   const err = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
     const s = createServer();
     s.once('error', (e: NodeJS.ErrnoException) => resolve(e));
@@ -163,4 +179,6 @@ export async function bindTrial(host: string, port: number): Promise<{ code: str
 
 /** The holders of a port in words: pid 12 ("python3"), or that they cannot be read here. */
 export const holdersInWords = (holders: Array<{ pid: number; comm: string }>): string =>
-  holders.length ? holders.map((h) => `pid ${h.pid} (${JSON.stringify(h.comm)})`).join(', ') : 'another process (its owner cannot be read here)';
+  holders.length
+    ? holders.map((h) => `pid ${h.pid} (${JSON.stringify(h.comm)})`).join(', ')
+    : 'another process (its owner cannot be read here)';

@@ -9,17 +9,27 @@ import { STATE_LABEL, runArgv, type ContainerPlan } from './container.js';
 // would start a new setting ([Service], ExecStartPre=...). Such values are refused.
 
 export function refuseControl(what: string, v: string) {
-  if (CONTROL.test(v)) throw new UsageError(`${what}: contains a newline or another control character, which would inject lines into the systemd unit`, ['remove it']);
+  if (CONTROL.test(v))
+    throw new UsageError(
+      `${what}: contains a newline or another control character, which would inject lines into the systemd unit`,
+      ['remove it'],
+    );
 }
 
-/** One ExecStart= argument: % (specifiers) and $ (variable expansion) doubled, and one that is not plain double-quoted with C-style escapes. */
+/**
+ * One ExecStart= argument: % (specifiers) and $ (variable expansion) doubled, and one that is not plain double-quoted
+ * with C-style escapes.
+ */
 export function execArg(a: string): string {
   const v = a.replace(/%/g, '%%').replace(/\$/g, '$$$$');
   if (/^[A-Za-z0-9_@+=:,./-]+$/.test(v)) return v;
   return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
-/** Where a podman run unit keeps its container's id: %t is systemd's runtime folder, %n the unit's name (written as is, not escaped). */
+/**
+ * Where a podman run unit keeps its container's id: %t is systemd's runtime folder, %n the unit's name (written as is,
+ * not escaped).
+ */
 const CIDFILE = '%t/%n.ctr-id';
 
 export interface UnitExec {
@@ -56,15 +66,24 @@ export function containerUnitExec(cp: ContainerPlan): UnitExec {
   const podman = cp.cli === 'podman';
   if (podman) words.splice(2 + cp.cliArgs.length, 0, `--cidfile=${CIDFILE}`); // after [cli, ...cliArgs, run]
   // docker: -t, which the 20.10 CLI takes and 23+ takes without the deprecation warning --time prints
-  const stop = [cp.cli, ...cp.cliArgs, 'stop', ...(podman ? ['--ignore', '--time'] : ['-t']), String(cp.stopTimeoutS)].map(execArg);
+  const stop = [
+    cp.cli,
+    ...cp.cliArgs,
+    'stop',
+    ...(podman ? ['--ignore', '--time'] : ['-t']),
+    String(cp.stopTimeoutS),
+  ].map(execArg);
   // A container left by an unclean end (the unit killed, the host rebooted mid-run) would hold the
   // name, and every restart would fail on it: it is removed by the id this unit recorded, never by name.
-  const rmOurs = [cp.cli, ...cp.cliArgs, 'rm', '-f', '--ignore', `--cidfile=${CIDFILE}`].map((a) => (a === `--cidfile=${CIDFILE}` ? a : execArg(a))).join(' ');
+  const rmOurs = [cp.cli, ...cp.cliArgs, 'rm', '-f', '--ignore', `--cidfile=${CIDFILE}`]
+    .map((a) => (a === `--cidfile=${CIDFILE}` ? a : execArg(a)))
+    .join(' ');
   return {
     unit: cp.name,
     after: podman ? [] : ['docker.service'],
     requires: podman ? [] : ['docker.service'],
-    // a leftover container of this unit (by its recorded id), then the stale id file, which would make podman refuse to run
+    // a leftover container of this unit (by its recorded id), then the stale id file, which would make podman refuse to
+    // run
     execStartPre: podman ? [`-${rmOurs}`, `-/bin/rm -f ${CIDFILE}`] : [],
     execStart: words.join(' '),
     execStop: [...stop, podman ? `--cidfile=${CIDFILE}` : execArg(ctr)].join(' '),
@@ -74,10 +93,13 @@ export function containerUnitExec(cp: ContainerPlan): UnitExec {
     // cannot write: every start would fail. Rootless podman belongs in that user's own unit folder.
     userRefusal: podman
       ? (user, profile) =>
-          new UsageError(`--user ${user} with container.cli podman: the unit's container id file is in /run, which ${user} cannot write`, [
-            'leave out --user (the unit runs rootful podman)',
-            `or run rootless podman: sparkctl systemd ${profile} --runtime container --quadlet (without --user), saved in ~${user}/.config/containers/systemd/`,
-          ])
+          new UsageError(
+            `--user ${user} with container.cli podman: the unit's container id file is in /run, which ${user} cannot write`,
+            [
+              'leave out --user (the unit runs rootful podman)',
+              `or run rootless podman: sparkctl systemd ${profile} --runtime container --quadlet (without --user), saved in ~${user}/.config/containers/systemd/`,
+            ],
+          )
       : undefined,
   };
 }

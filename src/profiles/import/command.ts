@@ -47,12 +47,16 @@ export function renderCommand(template: string, values: Record<string, unknown>)
   return { words: splitWords(text), used: [...used], unresolved: [...unresolved] };
 }
 
-const SHELL_FIX = 'write the command as `vllm serve MODEL --flag value ...` only: environment variables go under env:, and sparkctl runs no shell (nothing else in a command can be imported)';
+const SHELL_FIX =
+  'write the command as `vllm serve MODEL --flag value ...` only: environment variables go under env:, and sparkctl runs no shell (nothing else in a command can be imported)';
 
 function refuse(what: string, text: string, at: number): never {
   const line = text.slice(0, at).split('\n').length;
   const near = text.slice(Math.max(0, at - 20), at + 20).replace(/\s+/g, ' ');
-  throw new UsageError(`recipe command: ${what} at line ${line} (near ${JSON.stringify(near)}): a shell would interpret it, and sparkctl runs no shell`, [SHELL_FIX]);
+  throw new UsageError(
+    `recipe command: ${what} at line ${line} (near ${JSON.stringify(near)}): a shell would interpret it, and sparkctl runs no shell`,
+    [SHELL_FIX],
+  );
 }
 
 /** Words as bash splits them, for the subset a serve command needs; everything else refused. */
@@ -96,7 +100,8 @@ export function splitWords(text: string): string[] {
         if (j >= text.length) refuse('an unclosed double quote', text, i);
         const c = text[j]!;
         if (c === '"') break;
-        if (c === '$' || c === '`') refuse(`${c === '$' ? 'a $ expansion' : 'a backtick'} inside double quotes`, text, j);
+        if (c === '$' || c === '`')
+          refuse(`${c === '$' ? 'a $ expansion' : 'a backtick'} inside double quotes`, text, j);
         if (c === '\\' && j + 1 < text.length && '"\\$`\n'.includes(text[j + 1]!)) {
           if (text[j + 1] !== '\n') s += text[j + 1];
           j += 2;

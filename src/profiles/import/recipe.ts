@@ -47,7 +47,10 @@ interface ImportOptions {
   name: string;
   /** the vLLM whose flag table decides which extra arguments are accepted */
   vllmVersion: string;
-  /** --allow NAME: settings that run code or move trust, imported because the operator read them (a flag, a variable, a JSON key) */
+  /**
+   * --allow NAME: settings that run code or move trust, imported because the operator read them (a flag, a variable, a
+   * JSON key)
+   */
   allow?: string[];
 }
 
@@ -60,7 +63,10 @@ const oneLine = (k: string) => (k.length > 100 ? `${k.slice(0, 97)}...` : k).rep
 const HIDDEN = '(hidden: a secret)';
 const VLLM_RUNTIMES = ['', 'vllm', 'vllm-distributed', 'vllm-ray', 'eugr-vllm'];
 
-/** A value shown in a report: one line, at most 80 characters, and bounded work (an alias bomb is a small graph but a huge string). */
+/**
+ * A value shown in a report: one line, at most 80 characters, and bounded work (an alias bomb is a small graph but a
+ * huge string).
+ */
 export function preview(v: unknown, max = 80): string {
   let budget = max + 1;
   const walk = (x: unknown, depth: number): string => {
@@ -94,7 +100,10 @@ export function preview(v: unknown, max = 80): string {
 
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The image a recipe names under `container:` when it is text: read before the recipe is checked, to choose the flag table. */
+/**
+ * The image a recipe names under `container:` when it is text: read before the recipe is checked, to choose the flag
+ * table.
+ */
 export function recipeImage(raw: unknown): string | undefined {
   const image = isMap(raw) ? raw.container : undefined;
   return typeof image === 'string' ? image : undefined;
@@ -104,9 +113,10 @@ export function recipeImage(raw: unknown): string | undefined {
 function clean(key: string, v: string): string {
   const m = CONTROL.exec(v);
   if (m)
-    throw new UsageError(`recipe ${key}: ${preview(v)} contains the control character U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`, [
-      `keep ${key} to one line of printable text`,
-    ]);
+    throw new UsageError(
+      `recipe ${key}: ${preview(v)} contains the control character U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`,
+      [`keep ${key} to one line of printable text`],
+    );
   return v;
 }
 
@@ -128,24 +138,50 @@ export function profileNameFor(source: string): string {
 
 /** Top-level keys that are not the serve itself, each with why sparkctl has no place for it. */
 const NOT_A_PROFILE: Record<string, { why: string; fix?: string }> = {
-  runtime_version: { why: "informational in sparkrun; the vLLM the flags are rendered for is the image's own (engine.vllmVersion: auto reads it)", fix: 'pin engine.vllmVersion if you must' },
-  runtime_config: { why: "runtime-specific settings of sparkrun's own runtimes; no vLLM flag or profile field stands for them" },
-  benchmark: { why: "a sparkrun/llama-benchy benchmark definition; sparkctl's benchmark takes its own flags", fix: 'sparkctl bench PROFILE (see sparkctl bench --help)' },
-  pre_exec: { why: 'shell commands or file copies run inside the container before serve; sparkctl runs no commands from a profile', fix: 'bake them into the image and set container.image' },
+  runtime_version: {
+    why: "informational in sparkrun; the vLLM the flags are rendered for is the image's own (engine.vllmVersion: auto reads it)",
+    fix: 'pin engine.vllmVersion if you must',
+  },
+  runtime_config: {
+    why: "runtime-specific settings of sparkrun's own runtimes; no vLLM flag or profile field stands for them",
+  },
+  benchmark: {
+    why: "a sparkrun/llama-benchy benchmark definition; sparkctl's benchmark takes its own flags",
+    fix: 'sparkctl bench PROFILE (see sparkctl bench --help)',
+  },
+  pre_exec: {
+    why: 'shell commands or file copies run inside the container before serve; sparkctl runs no commands from a profile',
+    fix: 'bake them into the image and set container.image',
+  },
   post_exec: {
     why: 'shell commands run inside the container after it is healthy; sparkctl runs no commands from a profile',
     fix: 'run them yourself after sparkctl serve (sparkctl probe checks health)',
   },
-  post_commands: { why: 'shell commands run on the control machine; sparkctl runs no commands from a profile', fix: 'run them yourself after sparkctl serve' },
-  stop_after_post: { why: 'stops the workload after its post hooks; sparkctl has no post hooks', fix: 'sparkctl stop PROFILE' },
+  post_commands: {
+    why: 'shell commands run on the control machine; sparkctl runs no commands from a profile',
+    fix: 'run them yourself after sparkctl serve',
+  },
+  stop_after_post: {
+    why: 'stops the workload after its post hooks; sparkctl has no post hooks',
+    fix: 'sparkctl stop PROFILE',
+  },
   mods: {
     why: 'patches sparkrun/eugr apply inside the container before serve (most replace a chat template or patch a tool/reasoning parser); sparkctl never patches an image',
     fix: 'a chat-template fix: put the template file on this host and add --chat-template FILE to engine.extraArgs (a file you read); a patched parser or vLLM: build the image with the mods applied (eugr/spark-vllm-docker) and pin it by digest in container.image (sparkctl serve never pulls it)',
   },
-  build_args: { why: "arguments of eugr's image build; sparkctl does not build images", fix: "build the image with eugr/spark-vllm-docker's build-and-copy.sh; container.image then names it" },
-  builder: { why: 'how sparkrun builds the image; sparkctl does not build images', fix: 'build or pull the image first; container.image names it' },
+  build_args: {
+    why: "arguments of eugr's image build; sparkctl does not build images",
+    fix: "build the image with eugr/spark-vllm-docker's build-and-copy.sh; container.image then names it",
+  },
+  builder: {
+    why: 'how sparkrun builds the image; sparkctl does not build images',
+    fix: 'build or pull the image first; container.image names it',
+  },
   builder_config: { why: "settings of sparkrun's image builder; sparkctl does not build images" },
-  distribution_config: { why: 'how sparkrun copies the model and image to the nodes', fix: 'sparkctl pull MODEL on each node (or the model sync of a multi-node serve)' },
+  distribution_config: {
+    why: 'how sparkrun copies the model and image to the nodes',
+    fix: 'sparkctl pull MODEL on each node (or the model sync of a multi-node serve)',
+  },
 };
 
 /** sparkrun's structured defaults -> the vLLM flag each renders (its VLLM_FLAG_MAP), for a recipe without a command. */
@@ -171,14 +207,24 @@ const DEFAULT_FLAGS: Record<string, string> = {
   trust_remote_code: '--trust-remote-code',
   enable_auto_tool_choice: '--enable-auto-tool-choice',
 };
-const DEFAULT_SWITCHES = new Set(['enforce_eager', 'enable_prefix_caching', 'trust_remote_code', 'enable_auto_tool_choice']);
+const DEFAULT_SWITCHES = new Set([
+  'enforce_eager',
+  'enable_prefix_caching',
+  'trust_remote_code',
+  'enable_auto_tool_choice',
+]);
 
 /** sets the field; returns why it cannot, or nothing when set */
 type Setter = (value: string) => unknown;
 
 interface Ctx {
   out: RecipeImport;
-  p: { model: Record<string, unknown>; engine: Record<string, unknown>; parallel: Record<string, unknown>; server: Record<string, unknown> };
+  p: {
+    model: Record<string, unknown>;
+    engine: Record<string, unknown>;
+    parallel: Record<string, unknown>;
+    server: Record<string, unknown>;
+  };
   version: string;
   extra: string[];
   /** every secret value met (flag values, env, defaults): no report line may show one */
@@ -199,11 +245,19 @@ const secretRef = (v: string) => /^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$/.exec(v)?.[
 function typedFields(c: Ctx): Record<string, { field: string; set: Setter }> {
   const { model, engine, parallel, server } = c.p;
   // a number read from the text, set when the field takes it
-  const num = (o: Record<string, unknown>, k: string, read: (v: string) => number | undefined, takes: (n: number) => boolean, why: string) => (v: string) => {
-    const n = read(v);
-    if (n === undefined || !takes(n)) return why;
-    o[k] = n;
-  };
+  const num =
+    (
+      o: Record<string, unknown>,
+      k: string,
+      read: (v: string) => number | undefined,
+      takes: (n: number) => boolean,
+      why: string,
+    ) =>
+    (v: string) => {
+      const n = read(v);
+      if (n === undefined || !takes(n)) return why;
+      o[k] = n;
+    };
   const int = (o: Record<string, unknown>, k: string) => num(o, k, intOf, (n) => n >= 1, 'not a positive whole number');
   const str = (o: Record<string, unknown>, k: string) => (v: string) => {
     o[k] = v;
@@ -218,21 +272,39 @@ function typedFields(c: Ctx): Record<string, { field: string; set: Setter }> {
     '--tensor-parallel-size': { field: 'parallel.tensor', set: int(parallel, 'tensor') },
     '--pipeline-parallel-size': { field: 'parallel.pipeline', set: int(parallel, 'pipeline') },
     '--distributed-executor-backend': { field: 'parallel.executor', set: oneOf(parallel, 'executor', ['mp', 'ray']) },
-    '--dtype': { field: 'engine.dtype', set: oneOf(engine, 'dtype', ['auto', 'bfloat16', 'float16', 'half', 'float32']) },
+    '--dtype': {
+      field: 'engine.dtype',
+      set: oneOf(engine, 'dtype', ['auto', 'bfloat16', 'float16', 'half', 'float32']),
+    },
     '--quantization': { field: 'engine.quantization', set: str(engine, 'quantization') },
-    '--kv-cache-dtype': { field: 'engine.kvCacheDtype', set: oneOf(engine, 'kvCacheDtype', ['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']) },
+    '--kv-cache-dtype': {
+      field: 'engine.kvCacheDtype',
+      set: oneOf(engine, 'kvCacheDtype', ['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']),
+    },
     '--max-model-len': { field: 'engine.maxModelLen', set: int(engine, 'maxModelLen') },
     '--kv-cache-memory-bytes': { field: 'engine.kvCacheMemoryBytes', set: int(engine, 'kvCacheMemoryBytes') },
-    '--gpu-memory-utilization': { field: 'engine.gpuMemoryUtilization', set: num(engine, 'gpuMemoryUtilization', numOf, () => true, 'not a number') },
+    '--gpu-memory-utilization': {
+      field: 'engine.gpuMemoryUtilization',
+      set: num(engine, 'gpuMemoryUtilization', numOf, () => true, 'not a number'),
+    },
     '--max-num-seqs': { field: 'engine.maxNumSeqs', set: int(engine, 'maxNumSeqs') },
     '--max-num-batched-tokens': { field: 'engine.maxNumBatchedTokens', set: int(engine, 'maxNumBatchedTokens') },
     // the sizes the target vLLM takes are its flag table's: checked with the rendered flags (checkRendered)
-    '--block-size': { field: 'engine.blockSize', set: num(engine, 'blockSize', intOf, (n) => n >= 1, 'not a positive integer') },
+    '--block-size': {
+      field: 'engine.blockSize',
+      set: num(engine, 'blockSize', intOf, (n) => n >= 1, 'not a positive integer'),
+    },
     '--reasoning-parser': { field: 'engine.reasoningParser', set: str(engine, 'reasoningParser') },
     '--tool-call-parser': { field: 'engine.toolCallParser', set: str(engine, 'toolCallParser') },
-    '--port': { field: 'server.port', set: num(server, 'port', intOf, (n) => n >= 1 && n <= 65535, 'not a port (1-65535)') },
+    '--port': {
+      field: 'server.port',
+      set: num(server, 'port', intOf, (n) => n >= 1 && n <= 65535, 'not a port (1-65535)'),
+    },
     '--host': { field: 'server.host', set: str(server, 'host') },
-    '--shutdown-timeout': { field: 'server.shutdownTimeoutSeconds', set: num(server, 'shutdownTimeoutSeconds', intOf, (n) => n <= 3600, 'not a whole number of seconds up to 3600') },
+    '--shutdown-timeout': {
+      field: 'server.shutdownTimeoutSeconds',
+      set: num(server, 'shutdownTimeoutSeconds', intOf, (n) => n <= 3600, 'not a whole number of seconds up to 3600'),
+    },
   };
 }
 
@@ -259,14 +331,16 @@ function typedSwitches(c: Ctx): Record<string, [string, Record<string, unknown>,
  * recipe's author, not the operator, chose the path; each is reported, never imported.
  */
 const REVIEW_FLAGS: Record<string, string> = {
-  '--allowed-local-media-path': 'lets API clients read files under that folder of the serving host (file:// media URLs)',
+  '--allowed-local-media-path':
+    'lets API clients read files under that folder of the serving host (file:// media URLs)',
   '--allowed-media-domains': 'decides which hosts the server fetches media from for its clients',
   '--middleware': 'imports and runs Python code named by the recipe inside the API server',
   '--tool-parser-plugin': 'imports and runs a Python file named by the recipe',
   '--reasoning-parser-plugin': 'imports and runs a Python file named by the recipe',
   '--worker-extension-cls': 'imports and runs a Python class named by the recipe in every worker',
   '--logits-processors': 'imports and runs Python classes named by the recipe in the engine',
-  '--chat-template': 'reads a file named by the recipe (of the host, or one a mod put in the image) into every prompt, or takes template text the recipe wrote',
+  '--chat-template':
+    'reads a file named by the recipe (of the host, or one a mod put in the image) into every prompt, or takes template text the recipe wrote',
   '--ssl-keyfile': 'reads a private key from a path of the serving host named by the recipe',
   '--ssl-certfile': 'reads a certificate from a path of the serving host named by the recipe',
   '--ssl-ca-certs': 'reads a CA bundle from a path of the serving host named by the recipe',
@@ -278,13 +352,25 @@ const REVIEW_FLAGS: Record<string, string> = {
  * with --allow NAME. A function decides from the value where only some values do.
  */
 const TRUST_FLAGS: Record<string, string | ((v: string | undefined, c: Ctx) => string | undefined)> = {
-  '--trust-remote-code': "runs the Python files of the model's repository (its modeling and tokenizer code) inside the server",
-  '--tokenizer': (v, c) => (v !== undefined && v !== c.model ? `loads the tokenizer from ${preview(v, 60)}, not the model's repository (its files, and with --trust-remote-code its code)` : undefined),
+  '--trust-remote-code':
+    "runs the Python files of the model's repository (its modeling and tokenizer code) inside the server",
+  '--tokenizer': (v, c) =>
+    v !== undefined && v !== c.model
+      ? `loads the tokenizer from ${preview(v, 60)}, not the model's repository (its files, and with --trust-remote-code its code)`
+      : undefined,
   '--hf-config-path': "reads the model's configuration from another repository or path the recipe names",
   '--speculative-config': (v) =>
-    v !== undefined && /(^|[{,\s])["']?model["']?\s*:/.test(v) ? 'loads a draft model from the repository or path the recipe names (its code too with --trust-remote-code)' : undefined,
-  '--kv-transfer-config': (v) => (v !== undefined && /kv_connector_module_path/.test(v) ? 'imports a Python module named by the recipe (kv_connector_module_path) as the KV connector' : undefined),
-  '--hf-overrides': (v) => (v !== undefined && /auto_map|architectures/.test(v) ? 'changes which model class (and with --trust-remote-code whose code) loads' : undefined),
+    v !== undefined && /(^|[{,\s])["']?model["']?\s*:/.test(v)
+      ? 'loads a draft model from the repository or path the recipe names (its code too with --trust-remote-code)'
+      : undefined,
+  '--kv-transfer-config': (v) =>
+    v !== undefined && /kv_connector_module_path/.test(v)
+      ? 'imports a Python module named by the recipe (kv_connector_module_path) as the KV connector'
+      : undefined,
+  '--hf-overrides': (v) =>
+    v !== undefined && /auto_map|architectures/.test(v)
+      ? 'changes which model class (and with --trust-remote-code whose code) loads'
+      : undefined,
   '--lora-modules': 'loads LoRA adapters from the repositories or paths the recipe names',
   '--model-loader-extra-config': 'configures the weight loader with paths or URLs the recipe wrote',
   '--otlp-traces-endpoint': "sends every request's traces to a host the recipe names",
@@ -299,28 +385,52 @@ const TRUST_KEY_NAMES: Record<string, string> = { '--kv-transfer-config': 'kv_co
 // vouch for them), Python code run at start (a logging config's factories, a warnings filter imports
 // its category's module), and vLLM's switches that open development or unsafe routes.
 const TRUST_ENV: Array<[RegExp, string]> = [
-  [/^VLLM_LOGGING_CONFIG_PATH$/, "vLLM's logging config: logging.config.dictConfig builds the objects it names ('()' factories), so it runs Python code chosen by the recipe"],
+  [
+    /^VLLM_LOGGING_CONFIG_PATH$/,
+    "vLLM's logging config: logging.config.dictConfig builds the objects it names ('()' factories), so it runs Python code chosen by the recipe",
+  ],
   [/^PYTHONWARNINGS$/, "a warnings filter imports the module of the category it names, at Python's start"],
-  [/^(HF_ENDPOINT|HF_MIRROR|HUGGINGFACE_CO_URL_HOME|VLLM_USE_MODELSCOPE|MODELSCOPE_[A-Z_]+)$/, 'downloads the model (its weights, config and code) from a host the recipe names instead of the Hub'],
+  [
+    /^(HF_ENDPOINT|HF_MIRROR|HUGGINGFACE_CO_URL_HOME|VLLM_USE_MODELSCOPE|MODELSCOPE_[A-Z_]+)$/,
+    'downloads the model (its weights, config and code) from a host the recipe names instead of the Hub',
+  ],
   [
     /^(HF_HOME|HF_HUB_CACHE|HUGGINGFACE_HUB_CACHE|TRANSFORMERS_CACHE|HF_MODULES_CACHE|VLLM_CACHE_ROOT|VLLM_CONFIG_ROOT|TORCHINDUCTOR_CACHE_DIR|TRITON_CACHE_DIR|VLLM_RPC_BASE_PATH)$/,
     'reads models, compiled kernels or code from (and writes them to) a folder the recipe names',
   ],
-  [/^(https?_proxy|HTTPS?_PROXY|all_proxy|ALL_PROXY|no_proxy|NO_PROXY|ftp_proxy|FTP_PROXY)$/, "sends the server's downloads through (or around) a proxy the recipe names"],
+  [
+    /^(https?_proxy|HTTPS?_PROXY|all_proxy|ALL_PROXY|no_proxy|NO_PROXY|ftp_proxy|FTP_PROXY)$/,
+    "sends the server's downloads through (or around) a proxy the recipe names",
+  ],
   [
     /^(REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|SSL_CERT_FILE|SSL_CERT_DIR|NODE_EXTRA_CA_CERTS|GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)$/,
     'replaces the certificate authorities that vouch for every host the server downloads from',
   ],
-  [/^VLLM_SERVER_DEV_MODE$/, "opens vLLM's development routes (/sleep, /wake_up, /collective_rpc, /reset_prefix_cache...), which take no API key"],
+  [
+    /^VLLM_SERVER_DEV_MODE$/,
+    "opens vLLM's development routes (/sleep, /wake_up, /collective_rpc, /reset_prefix_cache...), which take no API key",
+  ],
   [/^VLLM_ALLOW_INSECURE_SERIALIZATION$/, 'lets vLLM unpickle messages, which runs code they carry'],
   [/^VLLM_ALLOW_RUNTIME_LORA_UPDATING$/, 'lets any client load a LoRA adapter from a path or repository it names'],
   [/^(TRANSFORMERS_TRUST_REMOTE_CODE|HF_HUB_TRUST_REMOTE_CODE)$/, "runs the Python files of a model's repository"],
   // a program the server executes to build kernels at run time: DeepGEMM's JIT compiler (eugr's
   // deepseek-v4-flash.yaml sets DG_JIT_NVCC_COMPILER), Triton's CUDA tools, torch's and inductor's C/C++ compilers
-  [/^(DG_JIT_NVCC_COMPILER|TRITON_PTXAS_PATH|TRITON_CUOBJDUMP_PATH|TRITON_NVDISASM_PATH|CC|CXX|NVCC|CUDAHOSTCXX)$/, 'names a program (a compiler or CUDA tool) the server runs to build kernels'],
+  [
+    /^(DG_JIT_NVCC_COMPILER|TRITON_PTXAS_PATH|TRITON_CUOBJDUMP_PATH|TRITON_NVDISASM_PATH|CC|CXX|NVCC|CUDAHOSTCXX)$/,
+    'names a program (a compiler or CUDA tool) the server runs to build kernels',
+  ],
 ];
 
-const RENDERED_PER_NODE = new Set(['--nnodes', '--node-rank', '--master-addr', '--master-port', '--headless', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-start-rank']);
+const RENDERED_PER_NODE = new Set([
+  '--nnodes',
+  '--node-rank',
+  '--master-addr',
+  '--master-port',
+  '--headless',
+  '--data-parallel-address',
+  '--data-parallel-rpc-port',
+  '--data-parallel-start-rank',
+]);
 
 /** One option of the command as vLLM's argparse reads it. */
 interface Option {
@@ -365,10 +475,22 @@ function readOption(version: string, words: string[], i: number): Option {
     }
   }
   const dotted = r.dotted !== undefined ? { path: r.dotted, json: dottedJson(r.dotted, value) } : undefined;
-  return { tok, spelled, flag, value, joined: eq > 0, width, shown: value === undefined ? tok : `${spelled} ${value}`, dotted };
+  return {
+    tok,
+    spelled,
+    flag,
+    value,
+    joined: eq > 0,
+    width,
+    shown: value === undefined ? tok : `${spelled} ${value}`,
+    dotted,
+  };
 }
 
-/** `key.sub value` as the JSON object vLLM builds from it: what a trust rule reads (a key is the risk, not its spelling). */
+/**
+ * `key.sub value` as the JSON object vLLM builds from it: what a trust rule reads (a key is the risk, not its
+ * spelling).
+ */
 function dottedJson(path: string, value: string | undefined): string {
   const keys = path.replace(/\+$/, '').split('.');
   let v: unknown = value ?? true;
@@ -393,7 +515,8 @@ function mapArgs(c: Ctx, words: string[], where: (i: number) => string, recipeMo
     const o = readOption(c.version, words, i);
     i += o.width;
     if (unfilledPlaceholder(c, o, key)) continue;
-    // --model is the positional model spelled as an option; --enable-auto-tool-choice is judged once every option is read
+    // --model is the positional model spelled as an option; --enable-auto-tool-choice is judged once every option is
+    // read
     if (o.flag === '--model') positional.unshift(o.value ?? '');
     else if (o.flag === '--enable-auto-tool-choice' && o.value === undefined) autoToolChoice = key;
     else mapOption(c, o, key, fields);
@@ -417,7 +540,8 @@ function unfilledPlaceholder(c: Ctx, o: Option, key: string): boolean {
 /** One option: a secret (never kept, never shown), one a recipe may not set, a typed field, else engine.extraArgs. */
 function mapOption(c: Ctx, o: Option, key: string, fields: Fields): void {
   if (o.flag === '--api-key') mapApiKey(c, o.value, key);
-  else if (o.value !== undefined && isSecretName(o.flag, { lastWord: true }) && !/^\d+$/.test(o.value)) refuseSecretFlag(c, o.flag, o.value, key);
+  else if (o.value !== undefined && isSecretName(o.flag, { lastWord: true }) && !/^\d+$/.test(o.value))
+    refuseSecretFlag(c, o.flag, o.value, key);
   else {
     if (o.value !== undefined) clean(key, o.value);
     if (!refusedFlag(c, o, key) && !mapTyped(c, o, key, fields)) mapExtraArg(c, o, key);
@@ -504,7 +628,13 @@ function mapTyped(c: Ctx, o: Option, key: string, fields: Fields): boolean {
   // one key of a JSON option is not the whole value a typed field reads: it stays an extra argument as written
   if (!t || o.value === undefined || o.dotted) return false;
   const why = t.set(o.value);
-  if (typeof why === 'string') c.out.unmapped.push({ key, value: preview(o.shown), why: `${preview(o.value)} for ${t.field}: ${why}`, fix: `set ${t.field} after import` });
+  if (typeof why === 'string')
+    c.out.unmapped.push({
+      key,
+      value: preview(o.shown),
+      why: `${preview(o.value)} for ${t.field}: ${why}`,
+      fix: `set ${t.field} after import`,
+    });
   else c.out.mapped.push({ key, value: preview(o.value), field: t.field });
   return true;
 }
@@ -521,7 +651,9 @@ function mapExtraArg(c: Ctx, o: Option, key: string): void {
       key,
       value: preview(o.shown),
       why: first.message,
-      fix: /not (an option|accepted)/.test(first.message) ? 'a mod or a patched image may add it (eugr mods do); once the image you serve accepts it, add it to engine.extraArgs yourself' : first.fix,
+      fix: /not (an option|accepted)/.test(first.message)
+        ? 'a mod or a patched image may add it (eugr mods do); once the image you serve accepts it, add it to engine.extraArgs yourself'
+        : first.fix,
     });
     return;
   }
@@ -532,18 +664,35 @@ function mapExtraArg(c: Ctx, o: Option, key: string): void {
 
 /** --enable-auto-tool-choice: rendered with engine.toolCallParser, which vLLM needs beside it. */
 function mapAutoToolChoice(c: Ctx, key: string): void {
-  if (c.p.engine.toolCallParser !== undefined) c.out.mapped.push({ key, value: '--enable-auto-tool-choice', field: 'engine.toolCallParser (rendered with it)' });
-  else c.out.unmapped.push({ key, value: '--enable-auto-tool-choice', why: 'vLLM needs a --tool-call-parser with it, and the recipe gives none', fix: 'set engine.toolCallParser' });
+  if (c.p.engine.toolCallParser !== undefined)
+    c.out.mapped.push({ key, value: '--enable-auto-tool-choice', field: 'engine.toolCallParser (rendered with it)' });
+  else
+    c.out.unmapped.push({
+      key,
+      value: '--enable-auto-tool-choice',
+      why: 'vLLM needs a --tool-call-parser with it, and the recipe gives none',
+      fix: 'set engine.toolCallParser',
+    });
 }
 
 /** The served model: the command's positional (what runs) or else the recipe's model. */
 function mapModel(c: Ctx, positional: string[], recipeModel: string | undefined): void {
   const [first, ...rest] = positional;
-  for (const r of rest) c.out.unmapped.push({ key: 'command', value: preview(r), why: 'a second positional argument: vllm serve takes the model only' });
+  for (const r of rest)
+    c.out.unmapped.push({
+      key: 'command',
+      value: preview(r),
+      why: 'a second positional argument: vllm serve takes the model only',
+    });
   const id = first ?? recipeModel;
-  if (id === undefined) throw new UsageError('the recipe names no model', ['a sparkrun recipe has model: ORG/NAME (and its command may name it after vllm serve)']);
+  if (id === undefined)
+    throw new UsageError('the recipe names no model', [
+      'a sparkrun recipe has model: ORG/NAME (and its command may name it after vllm serve)',
+    ]);
   if (first !== undefined && recipeModel !== undefined && first !== recipeModel)
-    c.out.notes.push(`the command serves ${preview(first)} while model: says ${preview(recipeModel)}; the command's is what runs, so model.id is it`);
+    c.out.notes.push(
+      `the command serves ${preview(first)} while model: says ${preview(recipeModel)}; the command's is what runs, so model.id is it`,
+    );
   clean('model', id);
   // the model's source first, then what the flags set (servedName, revision)
   const rest2 = { ...c.p.model };
@@ -552,10 +701,20 @@ function mapModel(c: Ctx, positional: string[], recipeModel: string | undefined)
   else if (isModelId(id)) c.p.model.id = id;
   Object.assign(c.p.model, rest2);
   if (!id.startsWith('/') && !isModelId(id))
-    throw new UsageError(`recipe model: ${preview(id)} is not a Hugging Face repo id`, ['a repo id such as Qwen/Qwen3-8B (a GGUF "repo:quant" is for llama.cpp, which sparkctl does not serve)']);
-  c.out.mapped.push({ key: first !== undefined ? 'command (model)' : 'model', value: preview(id), field: id.startsWith('/') ? 'model.path' : 'model.id' });
+    throw new UsageError(`recipe model: ${preview(id)} is not a Hugging Face repo id`, [
+      'a repo id such as Qwen/Qwen3-8B (a GGUF "repo:quant" is for llama.cpp, which sparkctl does not serve)',
+    ]);
+  c.out.mapped.push({
+    key: first !== undefined ? 'command (model)' : 'model',
+    value: preview(id),
+    field: id.startsWith('/') ? 'model.path' : 'model.id',
+  });
   if (first !== undefined && recipeModel !== undefined)
-    c.out.mapped.push({ key: 'model', value: preview(recipeModel), field: first === recipeModel ? 'model.id (the same)' : '(overridden by the command)' });
+    c.out.mapped.push({
+      key: 'model',
+      value: preview(recipeModel),
+      field: first === recipeModel ? 'model.id (the same)' : '(overridden by the command)',
+    });
 }
 
 /** defaults -> the words sparkrun's runtime would generate when the recipe has no command, each word with its key. */
@@ -593,16 +752,25 @@ function commandFromDefaults(defaults: Record<string, unknown>, out: RecipeImpor
 }
 
 /** The serve command's words after `vllm serve`, refusing anything that is not a vLLM serve. */
-function serveWords(c: Ctx, raw: Record<string, unknown>, defaults: Record<string, unknown>, model: string | undefined): { words: string[]; where: (i: number) => string } {
+function serveWords(
+  c: Ctx,
+  raw: Record<string, unknown>,
+  defaults: Record<string, unknown>,
+  model: string | undefined,
+): { words: string[]; where: (i: number) => string } {
   if (raw.command === undefined || raw.command === null) {
     const { words, at } = commandFromDefaults(defaults, c.out);
     return { words, where: (i) => at[i] ?? 'defaults' };
   }
-  if (typeof raw.command !== 'string') throw new UsageError(`recipe command: ${preview(raw.command)} is not text`, ['command: | followed by the vllm serve command']);
+  if (typeof raw.command !== 'string')
+    throw new UsageError(`recipe command: ${preview(raw.command)} is not text`, [
+      'command: | followed by the vllm serve command',
+    ]);
   const values: Record<string, unknown> = { ...defaults, ...(model !== undefined ? { model } : {}) };
   const r = renderCommand(raw.command, values);
   for (const k of Object.keys(defaults)) {
-    if (r.used.includes(k)) c.out.mapped.push({ key: `defaults.${k}`, value: preview(defaults[k]), field: '(filled into the command)' });
+    if (r.used.includes(k))
+      c.out.mapped.push({ key: `defaults.${k}`, value: preview(defaults[k]), field: '(filled into the command)' });
     else
       c.out.unmapped.push({
         key: `defaults.${k}`,
@@ -618,7 +786,9 @@ function serveWords(c: Ctx, raw: Record<string, unknown>, defaults: Record<strin
     ]);
   // each word's recipe key: the option it belongs to
   let last = 'command';
-  const at = rest.map((w) => (w.startsWith('-') ? (last = `command ${w.split('=')[0]}`) : last === 'command' ? 'command (model)' : last));
+  const at = rest.map((w) =>
+    w.startsWith('-') ? (last = `command ${w.split('=')[0]}`) : last === 'command' ? 'command (model)' : last,
+  );
   return { words: rest, where: (i) => at[i] ?? 'command' };
 }
 
@@ -627,11 +797,23 @@ type Take = <T>(k: string) => T | undefined;
 
 /** Map the parsed YAML of a sparkrun recipe. Throws UsageError (exit 2) where the recipe cannot be a profile at all. */
 export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
-  if (!isMap(raw)) throw new UsageError(`the recipe is ${preview(raw)}, not a YAML mapping`, ['a sparkrun recipe is a mapping with model:, container:, defaults: and command:']);
+  if (!isMap(raw))
+    throw new UsageError(`the recipe is ${preview(raw)}, not a YAML mapping`, [
+      'a sparkrun recipe is a mapping with model:, container:, defaults: and command:',
+    ]);
   const out: RecipeImport = { profile: {}, mapped: [], unmapped: [], notes: [] };
   const allow = new Set((o.allow ?? []).map((a) => a.replace(/^--/, '')));
   const model = typeof raw.model === 'string' ? raw.model : undefined;
-  const c: Ctx = { out, p: { model: {}, engine: {}, parallel: {}, server: {} }, version: o.vllmVersion, extra: [], secrets: new Set(), allow, allowed: new Set(), model };
+  const c: Ctx = {
+    out,
+    p: { model: {}, engine: {}, parallel: {}, server: {} },
+    version: o.vllmVersion,
+    extra: [],
+    secrets: new Set(),
+    allow,
+    allowed: new Set(),
+    model,
+  };
   const seen = new Set<string>();
   const take: Take = <T>(k: string): T | undefined => {
     seen.add(k);
@@ -648,7 +830,9 @@ export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
   mapMetadata(c, take<unknown>('metadata'));
   reportOtherKeys(c, raw, seen);
   gateSleepBeyondLoopback(c);
-  for (const a of allow) if (!c.allowed.has(a)) c.out.notes.push(`--allow ${oneLine(a)}: the recipe has no such setting that needs it (nothing more imported)`);
+  for (const a of allow)
+    if (!c.allowed.has(a))
+      c.out.notes.push(`--allow ${oneLine(a)}: the recipe has no such setting that needs it (nothing more imported)`);
   // report no secret, then build the profile
   hideSecrets(c);
   out.profile = buildProfile(c, o.name);
@@ -670,7 +854,13 @@ function gateSleepBeyondLoopback(c: Ctx): void {
   const at = c.out.mapped.findIndex((m) => m.field === 'server.sleepMode');
   const key = at >= 0 ? c.out.mapped[at]!.key : 'command --enable-sleep-mode';
   if (
-    !gated(c, '--enable-sleep-mode', key, `--enable-sleep-mode with --host ${host}`, `opens /sleep, /wake_up and vLLM's other development routes, which take no API key, on ${host} (beyond this host)`)
+    !gated(
+      c,
+      '--enable-sleep-mode',
+      key,
+      `--enable-sleep-mode with --host ${host}`,
+      `opens /sleep, /wake_up and vLLM's other development routes, which take no API key, on ${host} (beyond this host)`,
+    )
   )
     return;
   delete c.p.server.sleepMode;
@@ -696,7 +886,12 @@ function onlyWhatWasCarried(out: RecipeImport): void {
   const kept: MappedKey[] = [];
   for (const m of out.mapped) {
     const field = /^((?:model|engine|parallel|server|env|container)\.[A-Za-z0-9_]+)/.exec(m.field)?.[1];
-    if (field && !fieldIn(out.profile, field)) out.unmapped.push({ key: m.key, value: m.value, why: `it was read for ${field}, which the profile does not carry` });
+    if (field && !fieldIn(out.profile, field))
+      out.unmapped.push({
+        key: m.key,
+        value: m.value,
+        why: `it was read for ${field}, which the profile does not carry`,
+      });
     else kept.push(m);
   }
   out.mapped = kept;
@@ -709,7 +904,8 @@ function mapFormat(c: Ctx, raw: Record<string, unknown>, take: Take): void {
     throw new UsageError(`recipe runtime: ${preview(runtime)} is not vLLM`, [
       `sparkctl serves vLLM; it imports recipes whose runtime is one of: ${VLLM_RUNTIMES.filter(Boolean).join(', ')} (or none)`,
     ]);
-  if (raw.runtime !== undefined) c.out.mapped.push({ key: 'runtime', value: preview(runtime), field: '(vLLM: sparkctl serves it)' });
+  if (raw.runtime !== undefined)
+    c.out.mapped.push({ key: 'runtime', value: preview(runtime), field: '(vLLM: sparkctl serves it)' });
   for (const k of ['recipe_version', 'sparkrun_version']) {
     const v = take<unknown>(k);
     if (v !== undefined) c.out.mapped.push({ key: k, value: preview(v), field: '(the recipe format: read)' });
@@ -719,14 +915,22 @@ function mapFormat(c: Ctx, raw: Record<string, unknown>, take: Take): void {
 /** model:, defaults: and command: -> the words of the serve command, each mapped. */
 function mapCommand(c: Ctx, raw: Record<string, unknown>, take: Take): void {
   const modelRaw = take<unknown>('model');
-  if (modelRaw !== undefined && typeof modelRaw !== 'string') throw new UsageError(`recipe model: ${preview(modelRaw)} is not text`, ['model: ORG/NAME']);
-  if (raw.defaults === null) c.out.mapped.push({ key: 'defaults', value: 'null', field: '(empty: nothing to fill in)' });
+  if (modelRaw !== undefined && typeof modelRaw !== 'string')
+    throw new UsageError(`recipe model: ${preview(modelRaw)} is not text`, ['model: ORG/NAME']);
+  if (raw.defaults === null)
+    c.out.mapped.push({ key: 'defaults', value: 'null', field: '(empty: nothing to fill in)' });
   const defaultsRaw = take<unknown>('defaults') ?? {};
-  if (!isMap(defaultsRaw)) throw new UsageError(`recipe defaults: ${preview(defaultsRaw)} is not a mapping`, ['defaults: a mapping of KEY: value']);
+  if (!isMap(defaultsRaw))
+    throw new UsageError(`recipe defaults: ${preview(defaultsRaw)} is not a mapping`, [
+      'defaults: a mapping of KEY: value',
+    ]);
   take('command');
   // secrets known before the command is read: a refusal quoting the command must not show them
-  for (const [k, v] of Object.entries(defaultsRaw)) if (isSecretName(k, { lastWord: true }) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
-  if (isMap(raw.env)) for (const [k, v] of Object.entries(raw.env)) if (isSecretName(k) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
+  for (const [k, v] of Object.entries(defaultsRaw))
+    if (isSecretName(k, { lastWord: true }) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
+  if (isMap(raw.env))
+    for (const [k, v] of Object.entries(raw.env))
+      if (isSecretName(k) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
   const { words, where } = hidingSecrets(c, () => serveWords(c, raw, defaultsRaw, modelRaw));
   mapArgs(c, words, where, modelRaw);
 }
@@ -764,7 +968,12 @@ function reportOtherKeys(c: Ctx, raw: Record<string, unknown>, seen: Set<string>
     if (known && (v === null || (Array.isArray(v) && v.length === 0) || (isMap(v) && Object.keys(v).length === 0)))
       c.out.mapped.push({ key: k, value: preview(v), field: '(empty: nothing to carry)' });
     else if (known) c.out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
-    else c.out.unmapped.push({ key: k, value: preview(v), why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)' });
+    else
+      c.out.unmapped.push({
+        key: k,
+        value: preview(v),
+        why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)',
+      });
   }
 }
 
@@ -813,28 +1022,44 @@ function mapDescription(c: Ctx, raw: Record<string, unknown>, take: Take): void 
     ['description', description],
   ] as const) {
     if (v === undefined) continue;
-    c.out.mapped.push({ key: k, value: preview(v), field: v === text ? 'description' : '(shown in the report; description is taken from another key)' });
+    c.out.mapped.push({
+      key: k,
+      value: preview(v),
+      field: v === text ? 'description' : '(shown in the report; description is taken from another key)',
+    });
   }
 }
 
-const IMAGE = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+const IMAGE =
+  /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
 
 function mapContainer(c: Ctx, image: unknown, executor: unknown, raw: Record<string, unknown>): void {
   const container: Record<string, unknown> = {};
   if (image !== undefined && image !== null) {
     if (typeof image !== 'string' || !IMAGE.test(image))
-      throw new UsageError(`recipe container: ${preview(image)} is not an image reference`, ['an image such as ghcr.io/ORG/NAME:TAG or nvcr.io/nvidia/vllm:26.03-py3']);
+      throw new UsageError(`recipe container: ${preview(image)} is not an image reference`, [
+        'an image such as ghcr.io/ORG/NAME:TAG or nvcr.io/nvidia/vllm:26.03-py3',
+      ]);
     container.image = image;
-    c.out.mapped.push({ key: 'container', value: preview(image), field: 'container.image (engine.runtime: container)' });
+    c.out.mapped.push({
+      key: 'container',
+      value: preview(image),
+      field: 'container.image (engine.runtime: container)',
+    });
     if (!image.includes('/') || raw.build_args !== undefined)
-      c.out.notes.push(`container ${image} is an image the recipe's tooling builds locally (eugr's build-and-copy.sh); build it on this host before sparkctl serve`);
+      c.out.notes.push(
+        `container ${image} is an image the recipe's tooling builds locally (eugr's build-and-copy.sh); build it on this host before sparkctl serve`,
+      );
   } else {
     if (image === null) c.out.mapped.push({ key: 'container', value: 'null', field: '(empty: the default image)' });
-    c.out.notes.push('the recipe names no container: sparkctl uses the default image of the DGX Spark baseline (NGC vLLM)');
+    c.out.notes.push(
+      'the recipe names no container: sparkctl uses the default image of the DGX Spark baseline (NGC vLLM)',
+    );
   }
   if (executor === null) c.out.mapped.push({ key: 'executor_config', value: 'null', field: '(empty: nothing to set)' });
   if (executor !== undefined && executor !== null) {
-    if (!isMap(executor)) c.out.unmapped.push({ key: 'executor_config', value: preview(executor), why: 'not a mapping' });
+    if (!isMap(executor))
+      c.out.unmapped.push({ key: 'executor_config', value: preview(executor), why: 'not a mapping' });
     else
       for (const [k, v] of Object.entries(executor)) {
         const key = `executor_config.${k}`;
@@ -843,12 +1068,22 @@ function mapContainer(c: Ctx, image: unknown, executor: unknown, raw: Record<str
           if (m) {
             container.shmSize = `${m[1]}${m[2]!.toLowerCase()}`;
             c.out.mapped.push({ key, value: preview(v), field: 'container.shmSize' });
-          } else c.out.unmapped.push({ key, value: preview(v), why: 'not a whole size in k, m or g', fix: 'set container.shmSize, e.g. 16g' });
+          } else
+            c.out.unmapped.push({
+              key,
+              value: preview(v),
+              why: 'not a whole size in k, m or g',
+              fix: 'set container.shmSize, e.g. 16g',
+            });
         } else if (k === 'network' && v === 'host') {
           container.network = 'host';
           c.out.mapped.push({ key, value: preview(v), field: 'container.network' });
         } else if (k === 'privileged') {
-          c.out.unmapped.push({ key, value: preview(v), why: 'sparkctl never runs a privileged container: the GPUs are passed as devices (container.gpus)' });
+          c.out.unmapped.push({
+            key,
+            value: preview(v),
+            why: 'sparkctl never runs a privileged container: the GPUs are passed as devices (container.gpus)',
+          });
         } else if (k === 'gpus' || k === 'ipc') {
           c.out.unmapped.push({
             key,
@@ -876,7 +1111,9 @@ function mapTopology(c: Ctx, take: Take): void {
   if (nodes > 1) {
     c.p.parallel.nodes = nodes;
     c.p.parallel.gpusPerNode = 1;
-    c.out.notes.push(`TP ${tp} x PP ${pp} on DGX Sparks (one GPU each) is ${nodes} nodes: parallel.nodes ${nodes}, gpusPerNode 1; serve it with --nodes nodes.yaml`);
+    c.out.notes.push(
+      `TP ${tp} x PP ${pp} on DGX Sparks (one GPU each) is ${nodes} nodes: parallel.nodes ${nodes}, gpusPerNode 1; serve it with --nodes nodes.yaml`,
+    );
   }
   const min = take<unknown>('min_nodes');
   const max = take<unknown>('max_nodes');
@@ -886,16 +1123,50 @@ function mapTopology(c: Ctx, take: Take): void {
   const check = (key: string, v: unknown, ok: boolean, why: string) => {
     if (v === undefined || v === null) return;
     if (ok) c.out.mapped.push({ key, value: preview(v), field: `(checked against parallel.nodes ${nodes})` });
-    else c.out.unmapped.push({ key, value: preview(v), why, fix: 'set parallel.tensor (one GPU per DGX Spark node) to the node count the recipe means' });
+    else
+      c.out.unmapped.push({
+        key,
+        value: preview(v),
+        why,
+        fix: 'set parallel.tensor (one GPU per DGX Spark node) to the node count the recipe means',
+      });
   };
-  check('min_nodes', min, typeof min === 'number' && min <= nodes, `asks for at least ${preview(min)} nodes, but TP ${tp} x PP ${pp} uses ${nodes}`);
-  check('max_nodes', max, typeof max === 'number' && max >= nodes, `allows at most ${preview(max)} nodes, but TP ${tp} x PP ${pp} uses ${nodes}`);
-  check('solo_only', soloOnly, soloOnly !== true || nodes === 1, `says one node only, but TP ${tp} x PP ${pp} uses ${nodes}`);
-  check('cluster_only', clusterOnly, clusterOnly !== true || nodes > 1, 'says a cluster only, but the command uses one GPU (one node)');
-  check('mode', mode, mode === 'auto' || (mode === 'solo' && nodes === 1) || (mode === 'cluster' && nodes > 1), `mode ${preview(mode)} does not match the ${nodes} node(s) of the command`);
+  check(
+    'min_nodes',
+    min,
+    typeof min === 'number' && min <= nodes,
+    `asks for at least ${preview(min)} nodes, but TP ${tp} x PP ${pp} uses ${nodes}`,
+  );
+  check(
+    'max_nodes',
+    max,
+    typeof max === 'number' && max >= nodes,
+    `allows at most ${preview(max)} nodes, but TP ${tp} x PP ${pp} uses ${nodes}`,
+  );
+  check(
+    'solo_only',
+    soloOnly,
+    soloOnly !== true || nodes === 1,
+    `says one node only, but TP ${tp} x PP ${pp} uses ${nodes}`,
+  );
+  check(
+    'cluster_only',
+    clusterOnly,
+    clusterOnly !== true || nodes > 1,
+    'says a cluster only, but the command uses one GPU (one node)',
+  );
+  check(
+    'mode',
+    mode,
+    mode === 'auto' || (mode === 'solo' && nodes === 1) || (mode === 'cluster' && nodes > 1),
+    `mode ${preview(mode)} does not match the ${nodes} node(s) of the command`,
+  );
 }
 
-/** A top-level section that must be a mapping: the mapping, else nothing (absent; null, reported empty; another value, reported). */
+/**
+ * A top-level section that must be a mapping: the mapping, else nothing (absent; null, reported empty; another value,
+ * reported).
+ */
 function sectionOf(c: Ctx, key: string, v: unknown, notMapping: string): Record<string, unknown> | undefined {
   if (isMap(v)) return v;
   if (v === null) c.out.mapped.push({ key, value: 'null', field: '(empty: nothing to set)' });
@@ -923,7 +1194,10 @@ function mapEnv(c: Ctx, raw: unknown): void {
       if (k === 'VLLM_API_KEY') {
         c.p.server.apiKeyEnv = ref ?? 'VLLM_API_KEY';
         c.out.mapped.push({ key, value: HIDDEN, field: 'server.apiKeyEnv' });
-        if (!ref) c.out.notes.push('env.VLLM_API_KEY holds a key: it was NOT imported; set VLLM_API_KEY in the environment sparkctl serve runs in (server.apiKeyEnv names it)');
+        if (!ref)
+          c.out.notes.push(
+            'env.VLLM_API_KEY holds a key: it was NOT imported; set VLLM_API_KEY in the environment sparkctl serve runs in (server.apiKeyEnv names it)',
+          );
       } else
         c.out.unmapped.push({
           key,
@@ -939,18 +1213,35 @@ function mapEnv(c: Ctx, raw: unknown): void {
     }
     // a name JavaScript objects reserve: `out.__proto__ = v` would set no variable (and say it did)
     if (RESERVED_KEYS.has(k)) {
-      c.out.unmapped.push({ key, value: preview(v), why: 'a name JavaScript objects reserve (__proto__, constructor, prototype): refused, never a variable', fix: 'remove it from the recipe' });
+      c.out.unmapped.push({
+        key,
+        value: preview(v),
+        why: 'a name JavaScript objects reserve (__proto__, constructor, prototype): refused, never a variable',
+        fix: 'remove it from the recipe',
+      });
       continue;
     }
-    const trust = CODE_LOADING_ENV.test(k) ? 'decides what code the server loads (a library preloaded, a search path, a plugin), as root' : TRUST_ENV.find(([re]) => re.test(k))?.[1];
+    const trust = CODE_LOADING_ENV.test(k)
+      ? 'decides what code the server loads (a library preloaded, a search path, a plugin), as root'
+      : TRUST_ENV.find(([re]) => re.test(k))?.[1];
     if (trust && gated(c, k, key, String(preview(v)), trust)) continue;
     const s = templateValue(v);
     if (s === undefined || typeof v === 'boolean') {
-      c.out.unmapped.push({ key, value: preview(v), why: 'not a text or number value', fix: `write env.${k} as a quoted string` });
+      c.out.unmapped.push({
+        key,
+        value: preview(v),
+        why: 'not a text or number value',
+        fix: `write env.${k} as a quoted string`,
+      });
       continue;
     }
     if (s.includes('$')) {
-      c.out.unmapped.push({ key, value: preview(v), why: "sparkrun expands $VAR from the control machine's environment; a profile's env is literal", fix: `write the value itself under env.${k}` });
+      c.out.unmapped.push({
+        key,
+        value: preview(v),
+        why: "sparkrun expands $VAR from the control machine's environment; a profile's env is literal",
+        fix: `write the value itself under env.${k}`,
+      });
       continue;
     }
     out[k] = clean(key, s);
@@ -970,7 +1261,11 @@ function mapMetadata(c: Ctx, raw: unknown): void {
       c.out.mapped.push({
         key,
         value: preview(v),
-        field: c.out.profile.description === (typeof v === 'string' ? v.replace(/\s+/g, ' ').trim().slice(0, 300) : undefined) ? 'description' : '(a description: another key gave it)',
+        field:
+          c.out.profile.description ===
+          (typeof v === 'string' ? v.replace(/\s+/g, ' ').trim().slice(0, 300) : undefined)
+            ? 'description'
+            : '(a description: another key gave it)',
       });
       continue;
     }
@@ -987,7 +1282,11 @@ function mapMetadata(c: Ctx, raw: unknown): void {
         continue;
       }
     }
-    c.out.unmapped.push({ key, value: preview(v), why: "informational in sparkrun (display, its VRAM estimate); sparkctl reads the model's facts from its config.json and safetensors index" });
+    c.out.unmapped.push({
+      key,
+      value: preview(v),
+      why: "informational in sparkrun (display, its VRAM estimate); sparkctl reads the model's facts from its config.json and safetensors index",
+    });
   }
 }
 

@@ -22,18 +22,25 @@ const INDEX_MAX_BYTES = 64 * 1024;
 const WALK_MAX_ENTRIES = 20_000;
 const WALK_MAX_DEPTH = 8;
 
-const CLONE = 'git clone https://github.com/spark-arena/recipe-registry DIR (pin the commit you read: git -C DIR checkout <commit>)';
+const CLONE =
+  'git clone https://github.com/spark-arena/recipe-registry DIR (pin the commit you read: git -C DIR checkout <commit>)';
 
 interface RegistryHit {
   /** the file found, inside the checkout */
   file: string;
   registry: string;
   name: string;
-  /** the checkout's commit, read from its .git (never by running git in a stranger's folder: its config can name programs) */
+  /**
+   * the checkout's commit, read from its .git (never by running git in a stranger's folder: its config can name
+   * programs)
+   */
   commit?: string;
 }
 
-/** HEAD's commit of a git checkout, from .git/HEAD, the ref's file or packed-refs; undefined when it cannot be read as plain data. */
+/**
+ * HEAD's commit of a git checkout, from .git/HEAD, the ref's file or packed-refs; undefined when it cannot be read as
+ * plain data.
+ */
 export function checkoutCommit(dir: string): string | undefined {
   const read = (f: string, max: number) => {
     try {
@@ -62,11 +69,15 @@ function readIndex(dir: string): Array<{ name: string; recipes: string }> {
   try {
     text = readTextSync(file, { maxBytes: INDEX_MAX_BYTES, what: 'registry index', noFollow: true });
   } catch (e) {
-    if (e instanceof FileRefused) throw new UsageError(`--registry ${dir}: ${INDEX} ${e.message}`, [`point --registry at a checkout of a sparkrun registry: ${CLONE}`]);
+    if (e instanceof FileRefused)
+      throw new UsageError(`--registry ${dir}: ${INDEX} ${e.message}`, [
+        `point --registry at a checkout of a sparkrun registry: ${CLONE}`,
+      ]);
     const code = (e as NodeJS.ErrnoException).code;
-    throw new UsageError(`--registry ${dir}: ${code === 'ENOENT' ? `has no ${INDEX}, so it is not a sparkrun registry checkout` : `${INDEX}: ${(e as Error).message}`}`, [
-      `point --registry at a checkout of a sparkrun registry: ${CLONE}`,
-    ]);
+    throw new UsageError(
+      `--registry ${dir}: ${code === 'ENOENT' ? `has no ${INDEX}, so it is not a sparkrun registry checkout` : `${INDEX}: ${(e as Error).message}`}`,
+      [`point --registry at a checkout of a sparkrun registry: ${CLONE}`],
+    );
   }
   let doc: unknown;
   try {
@@ -75,11 +86,15 @@ function readIndex(dir: string): Array<{ name: string; recipes: string }> {
     throw new UsageError(`--registry ${dir}: ${INDEX} is not valid YAML`, [(e as Error).message.split('\n')[0]!]);
   }
   const list = (doc as { registries?: unknown } | null)?.registries;
-  if (!Array.isArray(list)) throw new UsageError(`--registry ${dir}: ${INDEX} has no "registries" list`, [`point --registry at a checkout of a sparkrun registry: ${CLONE}`]);
+  if (!Array.isArray(list))
+    throw new UsageError(`--registry ${dir}: ${INDEX} has no "registries" list`, [
+      `point --registry at a checkout of a sparkrun registry: ${CLONE}`,
+    ]);
   const out: Array<{ name: string; recipes: string }> = [];
   for (const x of list) {
     const e = x as { name?: unknown; recipes?: unknown };
-    if (typeof e?.name === 'string' && typeof e.recipes === 'string' && !hasControl(e.name) && !hasControl(e.recipes)) out.push({ name: e.name, recipes: e.recipes });
+    if (typeof e?.name === 'string' && typeof e.recipes === 'string' && !hasControl(e.name) && !hasControl(e.recipes))
+      out.push({ name: e.name, recipes: e.recipes });
   }
   return out;
 }
@@ -87,7 +102,10 @@ function readIndex(dir: string): Array<{ name: string; recipes: string }> {
 /** The registry's recipe folder, refused unless it is a folder inside the checkout reached without a link. */
 function recipeFolder(dir: string, registry: string, sub: string): string {
   const refuse = (why: string) =>
-    new UsageError(`--registry ${dir}: registry "${registry}" keeps its recipes at ${JSON.stringify(sub)}, which ${why}`, [`use a checkout of the registry as published: ${CLONE}`]);
+    new UsageError(
+      `--registry ${dir}: registry "${registry}" keeps its recipes at ${JSON.stringify(sub)}, which ${why}`,
+      [`use a checkout of the registry as published: ${CLONE}`],
+    );
   if (isAbsolute(sub) || sub.split(/[\\/]/).includes('..')) throw refuse('is not a folder inside the checkout');
   let at = dir;
   for (const part of sub.split(/[\\/]/).filter((p) => p && p !== '.')) {
@@ -121,7 +139,11 @@ function findByStem(root: string, stem: string): string[] {
       return;
     }
     for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      if (++seen > WALK_MAX_ENTRIES) throw new UsageError(`--registry: more than ${WALK_MAX_ENTRIES} entries below ${root}: not a recipe registry as published`, [CLONE]);
+      if (++seen > WALK_MAX_ENTRIES)
+        throw new UsageError(
+          `--registry: more than ${WALK_MAX_ENTRIES} entries below ${root}: not a recipe registry as published`,
+          [CLONE],
+        );
       if (e.isDirectory() && !e.name.startsWith('.')) walk(join(d, e.name), depth + 1);
       else if (e.isFile() && want.has(e.name)) found.push(join(d, e.name));
     }
@@ -130,23 +152,37 @@ function findByStem(root: string, stem: string): string[] {
   return found;
 }
 
-/** `@registry/name` in the checkout at `dir`: the one recipe file it names, or a UsageError that says why not and the fix. */
+/**
+ * `@registry/name` in the checkout at `dir`: the one recipe file it names, or a UsageError that says why not and the
+ * fix.
+ */
 export function findInRegistry(ref: string, dir: string | undefined): RegistryHit {
   const m = REGISTRY_NAME.exec(ref);
-  if (!m) throw new UsageError(`recipe ${JSON.stringify(ref)}: not a registry name (@registry/name: letters, digits, ".", "_", "-")`, ['e.g. @official/qwen3.6-27b-fp8-vllm']);
+  if (!m)
+    throw new UsageError(
+      `recipe ${JSON.stringify(ref)}: not a registry name (@registry/name: letters, digits, ".", "_", "-")`,
+      ['e.g. @official/qwen3.6-27b-fp8-vllm'],
+    );
   const [, registry, name] = m as unknown as [string, string, string];
   if (dir === undefined)
-    throw new UsageError(`recipe ${ref}: a sparkrun registry name; sparkctl looks it up only in a registry checkout you give it`, [
-      `--registry DIR, with DIR a checkout of the registry: ${CLONE}`,
-      "or give the recipe's raw URL, e.g. https://raw.githubusercontent.com/spark-arena/recipe-registry/<commit>/official-recipes/<model>/vllm/<recipe>.yaml, or a downloaded file",
-    ]);
+    throw new UsageError(
+      `recipe ${ref}: a sparkrun registry name; sparkctl looks it up only in a registry checkout you give it`,
+      [
+        `--registry DIR, with DIR a checkout of the registry: ${CLONE}`,
+        "or give the recipe's raw URL, e.g. https://raw.githubusercontent.com/spark-arena/recipe-registry/<commit>/official-recipes/<model>/vllm/<recipe>.yaml, or a downloaded file",
+      ],
+    );
   let st: ReturnType<typeof lstatSync>;
   try {
     st = lstatSync(dir);
   } catch {
     throw new UsageError(`--registry ${dir}: no such folder`, [CLONE]);
   }
-  if (!st.isDirectory()) throw new UsageError(`--registry ${dir}: not a folder${st.isSymbolicLink() ? ' (a link: give the folder it points to)' : ''}`, [CLONE]);
+  if (!st.isDirectory())
+    throw new UsageError(
+      `--registry ${dir}: not a folder${st.isSymbolicLink() ? ' (a link: give the folder it points to)' : ''}`,
+      [CLONE],
+    );
   const index = readIndex(dir);
   const entry = index.find((x) => x.name === registry);
   if (!entry)
@@ -171,6 +207,9 @@ export function findInRegistry(ref: string, dir: string | undefined): RegistryHi
       `a recipe's name is its file name without .yaml (ls ${root}); update the checkout (git -C ${dir} pull) if it is newer`,
     ]);
   if (hits.length > 1)
-    throw new UsageError(`recipe ${ref}: ${hits.length} recipes have that name in ${dir}: ${hits.map(shown).join(', ')}`, ['give the file itself: sparkctl profiles import DIR/PATH']);
+    throw new UsageError(
+      `recipe ${ref}: ${hits.length} recipes have that name in ${dir}: ${hits.map(shown).join(', ')}`,
+      ['give the file itself: sparkctl profiles import DIR/PATH'],
+    );
   return { file: hits[0]!, registry, name, commit: checkoutCommit(dir) };
 }

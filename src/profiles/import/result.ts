@@ -22,7 +22,11 @@ export interface FlagTable {
 }
 
 /** --vllm-version, else what the image's reference states, else the newest table. */
-export function flagTableFor(given: string | undefined, image: string | undefined, stated: StatedVersion | undefined): FlagTable {
+export function flagTableFor(
+  given: string | undefined,
+  image: string | undefined,
+  stated: StatedVersion | undefined,
+): FlagTable {
   const version = given ?? stated?.version ?? targetVersion('auto');
   const why = given
     ? '--vllm-version'
@@ -55,8 +59,12 @@ export interface ImportVerdict {
   planBlocked?: Problem;
 }
 
-/** The problem that says the model is not downloaded here (no config.json, no facts in the profile): what blocks the plan, not a fault of the file. */
-export const factsUnknown = (x: Problem): boolean => x.path === 'model' && x.message.startsWith("the model's facts are unknown");
+/**
+ * The problem that says the model is not downloaded here (no config.json, no facts in the profile): what blocks the
+ * plan, not a fault of the file.
+ */
+export const factsUnknown = (x: Problem): boolean =>
+  x.path === 'model' && x.message.startsWith("the model's facts are unknown");
 
 export function importVerdict(profile: Profile, problems: Problem[]): ImportVerdict {
   const own = new Set(

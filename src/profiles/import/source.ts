@@ -27,8 +27,10 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const isUrl = (s: string) => /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(s);
 
 function checkText(text: string, where: string): void {
-  if (text.includes('\u0000')) throw new UsageError(`${where}: has NUL bytes, not a YAML text`, ['give a sparkrun recipe (a .yaml text file)']);
-  if (text.includes('\uFFFD')) throw new UsageError(`${where}: is not UTF-8 text`, ['give a sparkrun recipe (a .yaml text file, UTF-8)']);
+  if (text.includes('\u0000'))
+    throw new UsageError(`${where}: has NUL bytes, not a YAML text`, ['give a sparkrun recipe (a .yaml text file)']);
+  if (text.includes('\uFFFD'))
+    throw new UsageError(`${where}: is not UTF-8 text`, ['give a sparkrun recipe (a .yaml text file, UTF-8)']);
 }
 
 const done = (source: string, kind: RecipeSource['kind'], text: string): RecipeSource => ({
@@ -46,7 +48,9 @@ function readRecipeFile(file: string): RecipeSource {
   } catch (e) {
     if (e instanceof FileRefused) throw e;
     const code = (e as NodeJS.ErrnoException).code;
-    throw new UsageError(`recipe ${file}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`, ['give the path of a sparkrun recipe (.yaml), or an https:// URL of one']);
+    throw new UsageError(`recipe ${file}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`, [
+      'give the path of a sparkrun recipe (.yaml), or an https:// URL of one',
+    ]);
   }
   checkText(text, `recipe ${file}`);
   return done(file, 'file', text);
@@ -66,29 +70,57 @@ async function readRecipeUrl(url: string, o: { timeoutMs?: number } = {}): Promi
     throw new UsageError(`recipe URL ${redactUrl(url)}: not a URL`, ['https://HOST/PATH/recipe.yaml']);
   }
   const shown = redactUrl(url);
-  if (u.username || u.password) throw new UsageError(`recipe URL ${shown}: carries credentials`, ['a recipe URL needs none; never put a password in a command line (ps shows it)']);
+  if (u.username || u.password)
+    throw new UsageError(`recipe URL ${shown}: carries credentials`, [
+      'a recipe URL needs none; never put a password in a command line (ps shows it)',
+    ]);
   if (u.protocol !== 'https:' && !(u.protocol === 'http:' && LOOPBACK.has(u.hostname)))
-    throw new UsageError(`recipe URL ${shown}: ${u.protocol} is not https:`, ['give an https:// URL (plain http is accepted only on 127.0.0.1, for tests), or download the file and give its path']);
+    throw new UsageError(`recipe URL ${shown}: ${u.protocol} is not https:`, [
+      'give an https:// URL (plain http is accepted only on 127.0.0.1, for tests), or download the file and give its path',
+    ]);
   const timeoutMs = o.timeoutMs ?? RECIPE_TIMEOUT_MS;
-  const r = await http(u.href, { timeoutMs, maxBytes: RECIPE_MAX_BYTES, headers: { accept: 'text/yaml, text/plain, */*' } });
+  const r = await http(u.href, {
+    timeoutMs,
+    maxBytes: RECIPE_MAX_BYTES,
+    headers: { accept: 'text/yaml, text/plain, */*' },
+  });
   if (!r.ok) {
-    if (r.error === 'too-large') throw new UsageError(`recipe URL ${shown}: ${r.message}`, [`a recipe is under ${RECIPE_MAX_BYTES} bytes; check the URL`]);
-    throw new UnreachableError(`recipe URL ${shown}: ${r.message}`, ['check the address and the network, or download the file and give its path']);
+    if (r.error === 'too-large')
+      throw new UsageError(`recipe URL ${shown}: ${r.message}`, [
+        `a recipe is under ${RECIPE_MAX_BYTES} bytes; check the URL`,
+      ]);
+    throw new UnreachableError(`recipe URL ${shown}: ${r.message}`, [
+      'check the address and the network, or download the file and give its path',
+    ]);
   }
   if (r.status >= 300 && r.status < 400)
-    throw new UsageError(`recipe URL ${shown}: answered ${r.status}, a redirect (not followed)`, ['give the URL it redirects to (https://raw.githubusercontent.com/... for a file on GitHub)']);
-  if (r.status !== 200) throw new UsageError(`recipe URL ${shown}: answered ${r.status}`, [rawHint(u) ?? 'check the URL: it should answer 200 with the recipe text']);
+    throw new UsageError(`recipe URL ${shown}: answered ${r.status}, a redirect (not followed)`, [
+      'give the URL it redirects to (https://raw.githubusercontent.com/... for a file on GitHub)',
+    ]);
+  if (r.status !== 200)
+    throw new UsageError(`recipe URL ${shown}: answered ${r.status}`, [
+      rawHint(u) ?? 'check the URL: it should answer 200 with the recipe text',
+    ]);
   checkText(r.body, `recipe URL ${shown}`);
-  if (/^\s*<(!doctype|html)/i.test(r.body)) throw new UsageError(`recipe URL ${shown}: answered an HTML page, not a recipe`, [rawHint(u) ?? 'give the URL of the raw .yaml file']);
+  if (/^\s*<(!doctype|html)/i.test(r.body))
+    throw new UsageError(`recipe URL ${shown}: answered an HTML page, not a recipe`, [
+      rawHint(u) ?? 'give the URL of the raw .yaml file',
+    ]);
   return done(shown, 'url', r.body);
 }
 
-export function readRecipe(fileOrUrl: string, o: { timeoutMs?: number; registry?: string } = {}): Promise<RecipeSource> {
+export function readRecipe(
+  fileOrUrl: string,
+  o: { timeoutMs?: number; registry?: string } = {},
+): Promise<RecipeSource> {
   // sparkrun's @registry/name: looked up only in a registry checkout the owner gives (--registry DIR)
   if (/^@/.test(fileOrUrl) && !isUrl(fileOrUrl)) {
     const hit = findInRegistry(fileOrUrl, o.registry);
     const src = readRecipeFile(hit.file);
-    return Promise.resolve({ ...src, source: `${fileOrUrl} (${hit.file}${hit.commit ? `, commit ${hit.commit}` : ', not a git checkout: no commit to pin'})` });
+    return Promise.resolve({
+      ...src,
+      source: `${fileOrUrl} (${hit.file}${hit.commit ? `, commit ${hit.commit}` : ', not a git checkout: no commit to pin'})`,
+    });
   }
   return isUrl(fileOrUrl) ? readRecipeUrl(fileOrUrl, o) : Promise.resolve(readRecipeFile(fileOrUrl));
 }

@@ -7,12 +7,15 @@ const load = () => import('./run.js');
 export default createCommand({
   name: 'bench',
   args: [['[name]', 'running instance or profile (its port, served name, API key env)']],
-  description: 'load a server like `vllm bench serve` and report the same numbers (TTFT, ITL, TPOT, E2EL, req/s, goodput)',
+  description:
+    'load a server like `vllm bench serve` and report the same numbers (TTFT, ITL, TPOT, E2EL, req/s, goodput)',
   options: [
     ['--url <url>', 'any OpenAI-compatible server instead of NAME', urlArg('--url')],
     ['--model <name>', "served model name (default: the profile's, or the first /v1/models entry)"],
     ['--profiles <dir>', 'also read profiles from DIR'],
-    new Option('--endpoint <kind>', 'completions (as vllm bench serve) or chat').choices(['completions', 'chat']).default('completions'),
+    new Option('--endpoint <kind>', 'completions (as vllm bench serve) or chat')
+      .choices(['completions', 'chat'])
+      .default('completions'),
     ['--no-stream', 'non-streamed requests (TTFT = E2EL; for client-capacity tests)'],
     ['--requests <n>', 'measured requests (default 200 unless --duration)'],
     ['--duration <d>', 'stop sending after this long (90s, 5m)', durationArg('--duration', 's')],
@@ -21,7 +24,11 @@ export default createCommand({
     ['--burstiness <b>', 'gamma shape of the arrivals: 1 = Poisson, < 1 burstier, > 1 smoother', '1'],
     ['--seed <n>', 'seed of arrivals and prompts', '0'],
     ['--warmup <n>', "requests sent first, at the run's own rate and cap, and left out of every number (0: none)", '2'],
-    ['--warmup-duration <d>', 'the warm-up also lasts at least this long (default 1s with --rate and --warmup > 0, else 0)', durationArg('--warmup-duration', 's', true)],
+    [
+      '--warmup-duration <d>',
+      'the warm-up also lasts at least this long (default 1s with --rate and --warmup > 0, else 0)',
+      durationArg('--warmup-duration', 's', true),
+    ],
     ['--input-len <n>', "random prompts: tokens in (exact, through the server's /tokenize)", '1024'],
     ['--output-len <n>', 'tokens out (ignore_eos makes it exact; default 128)'],
     ['--range-ratio <r>', 'lengths vary uniformly by this share (0 to <1)', '0'],
@@ -31,8 +38,15 @@ export default createCommand({
     ['--no-continuous-usage', 'do not ask for usage on every chunk (per-token ITL)'],
     ['--goodput <slo...>', 'count requests meeting every SLO, e.g. ttft:300 tpot:50 e2el:5000 (ms)', collect, []],
     ['--percentiles <list>', 'percentiles to report', '50,90,99'],
-    new Option('--request-timeout <d>', 'deadline of each request').argParser(durationArg('--request-timeout', 'ms')).default(600_000, '10m'),
-    new Option('--scrape-every <duration>', "read the server's /metrics this often during the run (500ms, 2s; 0: never)").argParser(durationArg('--scrape-every', 'ms', true)).default(1000, '1s'),
+    new Option('--request-timeout <d>', 'deadline of each request')
+      .argParser(durationArg('--request-timeout', 'ms'))
+      .default(600_000, '10m'),
+    new Option(
+      '--scrape-every <duration>',
+      "read the server's /metrics this often during the run (500ms, 2s; 0: never)",
+    )
+      .argParser(durationArg('--scrape-every', 'ms', true))
+      .default(1000, '1s'),
     deprecatedAlias('--scrape-interval <ms>', '--scrape-every', intArg('--scrape-interval')),
     ['--save-result <file>', 'write the result JSON (vllm bench serve --save-result keys, plus a "sparkctl" block)'],
     ['--html <file>', 'write one self-contained page with the charts'],
@@ -40,7 +54,12 @@ export default createCommand({
     ['--sweep', 'from 1 request at a time up to saturation'],
     new Option('--sweep-by <what>', 'what the sweep raises').choices(['concurrency', 'rate']).default('concurrency'),
     ['--sweep-max <n>', 'highest level of the sweep (default 256)'],
-    ['--slo <slo...>', 'with --sweep: report the highest level whose p99s meet these, e.g. ttft:300 e2el:5000', collect, []],
+    [
+      '--slo <slo...>',
+      'with --sweep: report the highest level whose p99s meet these, e.g. ttft:300 e2el:5000',
+      collect,
+      [],
+    ],
     ['--json', 'machine-readable output'],
   ],
   help: `

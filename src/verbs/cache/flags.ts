@@ -2,7 +2,8 @@ import { createCommand, lazy } from '../define.js';
 
 export default createCommand({
   name: 'cache',
-  description: "vLLM's start caches that sparkctl keeps per profile and vLLM version (torch.compile, P2P, Triton, FlashInfer, CUDA JIT): see and clear them",
+  description:
+    "vLLM's start caches that sparkctl keeps per profile and vLLM version (torch.compile, P2P, Triton, FlashInfer, CUDA JIT): see and clear them",
   subcommands: [
     createCommand({
       name: 'ls',
@@ -18,7 +19,8 @@ export default createCommand({
     createCommand({
       name: 'rm',
       args: [['<profile>', 'the profile whose caches go']],
-      description: "remove a profile's start caches (every vLLM version of it, or one with --vllm): its next start compiles again",
+      description:
+        "remove a profile's start caches (every vLLM version of it, or one with --vllm): its next start compiles again",
       options: [
         ['--vllm <version>', 'only the caches of this vLLM version (as cache ls shows it)'],
         ['--json', 'machine-readable output'],

@@ -4,7 +4,14 @@ import { envelope, formatBytes, table } from '../../output/format.js';
 import { say } from '../../output/log.js';
 import { UsageError } from '../../errors.js';
 
-const row = (e: CacheEntry) => [e.profile, e.version, formatBytes(e.bytes), String(e.files), e.lastUsed?.slice(0, 19).replace('T', ' ') ?? '-', Object.keys(e.parts).join(',') || '-'];
+const row = (e: CacheEntry) => [
+  e.profile,
+  e.version,
+  formatBytes(e.bytes),
+  String(e.files),
+  e.lastUsed?.slice(0, 19).replace('T', ' ') ?? '-',
+  Object.keys(e.parts).join(',') || '-',
+];
 
 export async function ls(profile: string | undefined, opts: { json?: boolean }) {
   const root = cacheRoot();

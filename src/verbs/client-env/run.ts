@@ -5,18 +5,29 @@ import type { Profile } from '../../profiles/schema.js';
 import { servedName } from '../../profiles/render.js';
 import { planMemory } from '../../profiles/planner.js';
 import { hostFromPlatform } from '../../profiles/validate.js';
-import { claudeCodeVerdict, outputBudget, suggestedContexts, toolCallingOn, type ServedFacts } from '../../client/claude-code.js';
+import {
+  claudeCodeVerdict,
+  outputBudget,
+  suggestedContexts,
+  toolCallingOn,
+  type ServedFacts,
+} from '../../client/claude-code.js';
 import { say, note } from '../../output/log.js';
 import { UsageError } from '../../errors.js';
 import { runningGateway } from '../../gateway/control.js';
 import { shellQuote, commandLine, commentValue } from '../../output/format.js';
 
-export async function run(name: string, opts: { claudeCode?: boolean; openai?: boolean; host: string; profiles?: string }) {
+export async function run(
+  name: string,
+  opts: { claudeCode?: boolean; openai?: boolean; host: string; profiles?: string },
+) {
   if (!opts.claudeCode && !opts.openai) throw new UsageError('which client? --claude-code or --openai');
   // Everything printed is shell text someone evals: each value is checked or quoted for the shell,
   // and the registry entry (a file on disk) is as hostile as any other input.
   if (!/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(opts.host))
-    throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, ['--host 10.0.0.5, --host gpu-1.lan or --host [::1]']);
+    throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, [
+      '--host 10.0.0.5, --host gpu-1.lan or --host [::1]',
+    ]);
   // Behind a router, clients use the router (the replicas listen on loopback only).
   // Only what runs counts: a stale entry's port may be another server's by now.
   const reg = new Registry(stateDir());
@@ -43,9 +54,14 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
       `warning: ${name} is not running: this points at its own port ${port} and model ${model} (sparkctl serve ${name} starts it)${other ? `; port ${port} is held now by ${other.inst.name}, which serves ${other.inst.servedName}` : ''}`,
     );
   }
-  if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw new UsageError(`${name}: the port ${JSON.stringify(port)} is not a TCP port`, ['sparkctl status; sparkctl serve again']);
+  if (!(Number.isInteger(port) && port >= 1 && port <= 65535))
+    throw new UsageError(`${name}: the port ${JSON.stringify(port)} is not a TCP port`, [
+      'sparkctl status; sparkctl serve again',
+    ]);
   if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv))
-    throw new UsageError(`${name}: the API key variable ${JSON.stringify(keyEnv)} is not a variable name`, ['server.apiKeyEnv: letters, digits and _']);
+    throw new UsageError(`${name}: the API key variable ${JSON.stringify(keyEnv)} is not a variable name`, [
+      'server.apiKeyEnv: letters, digits and _',
+    ]);
   // A running gateway that serves this model is the one endpoint clients use (its key, if it has one)
   const gw = runningGateway(stateDir());
   if (
@@ -56,7 +72,9 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
     (gw.apiKeyEnv === undefined || /^[A-Za-z_][A-Za-z0-9_]*$/.test(gw.apiKeyEnv)) &&
     Array.isArray(gw.models) &&
     gw.models.some((m) => m.name === model) &&
-    (gw.host === '0.0.0.0' || gw.host === opts.host || (/^(127\.0\.0\.1|localhost)$/.test(opts.host) && gw.host === '127.0.0.1'))
+    (gw.host === '0.0.0.0' ||
+      gw.host === opts.host ||
+      (/^(127\.0\.0\.1|localhost)$/.test(opts.host) && gw.host === '127.0.0.1'))
   ) {
     note(`${name}: through the gateway on port ${gw.port} (sparkctl gateway status)`);
     port = gw.port;
@@ -68,7 +86,11 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
   if (opts.claudeCode) {
     const served = servedFacts(inst, profile);
     const v = claudeCodeVerdict(served);
-    if (!v.ok) throw new UsageError(`${name}: Claude Code cannot run here: ${v.problems.join('; and ')}`, claudeCodeFixes(name, profile, served, opts.profiles));
+    if (!v.ok)
+      throw new UsageError(
+        `${name}: Claude Code cannot run here: ${v.problems.join('; and ')}`,
+        claudeCodeFixes(name, profile, served, opts.profiles),
+      );
     say(`export ANTHROPIC_BASE_URL=${shellQuote(base)}`);
     say(`export ANTHROPIC_AUTH_TOKEN=${key ?? 'dummy'}`);
     say(`export ANTHROPIC_MODEL=${shellQuote(model)}`);
@@ -124,10 +146,12 @@ function claudeCodeFixes(name: string, p: Profile | undefined, s: ServedFacts, d
         );
     }
     if (!s.toolCalling) sets.push(`engine.toolCallParser=${p.engine.toolCallParser ?? defaultToolParser(p)}`);
-    if (sets.length) fixes.push(`serve it so: ${commandLine('sparkctl', 'serve', p.name, ...sets.flatMap((x) => ['--set', x]))}`);
+    if (sets.length)
+      fixes.push(`serve it so: ${commandLine('sparkctl', 'serve', p.name, ...sets.flatMap((x) => ['--set', x]))}`);
   }
   const ready = readyProfiles(p?.model.id, dir).filter((x) => x !== name);
-  if (ready.length) fixes.push(`or serve a profile made for it: ${ready.map((x) => commandLine('sparkctl', 'serve', x)).join(', ')}`);
+  if (ready.length)
+    fixes.push(`or serve a profile made for it: ${ready.map((x) => commandLine('sparkctl', 'serve', x)).join(', ')}`);
   return fixes;
 }
 
@@ -139,12 +163,18 @@ function fittingContexts(p: Profile): number[] {
   } catch {
     return [];
   }
-  return suggestedContexts(p.model.maxContext ?? Number.POSITIVE_INFINITY).filter((len) => planMemory({ ...p, engine: { ...p.engine, maxModelLen: len } }, gpuMemoryBytes).fits);
+  return suggestedContexts(p.model.maxContext ?? Number.POSITIVE_INFINITY).filter(
+    (len) => planMemory({ ...p, engine: { ...p.engine, maxModelLen: len } }, gpuMemoryBytes).fits,
+  );
 }
 
 /** The tool-call parser vLLM's recipes give for a model family (Qwen3.5 and Qwen3-Coder write qwen3_coder XML). */
 function defaultToolParser(p: Profile): string {
-  return /qwen3\.5|qwen3-coder|qwen3\.6/i.test(p.model.id ?? '') ? 'qwen3_coder' : /qwen/i.test(p.model.id ?? '') ? 'hermes' : 'PARSER (see vLLM tool calling docs for this model)';
+  return /qwen3\.5|qwen3-coder|qwen3\.6/i.test(p.model.id ?? '')
+    ? 'qwen3_coder'
+    : /qwen/i.test(p.model.id ?? '')
+      ? 'hermes'
+      : 'PARSER (see vLLM tool calling docs for this model)';
 }
 
 /** Profiles of the same model that Claude Code runs on as shipped. */

@@ -3,7 +3,10 @@ import { costFor, gatewayUsageFor, gatewayUsageLine, type CostCli } from '../his
 import { envelope, table } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 
-const money = (v: number | undefined, digits = 4) => (v === undefined ? '-' : `$${v < 1 ? v.toFixed(digits) : v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`);
+const money = (v: number | undefined, digits = 4) =>
+  v === undefined
+    ? '-'
+    : `$${v < 1 ? v.toFixed(digits) : v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 /** Below this many tokens a window's price per token is an extrapolation, and is said to be one. */
 const FEW_TOKENS = 10_000;
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -13,15 +16,28 @@ export async function run(name: string, opts: CostCli) {
   if (skipped) note(`history: ${skipped} unreadable line(s) skipped (torn or edited)`);
   const gateway = gatewayUsageFor(name, from, to);
   if (opts.json) {
-    say(envelope('cost', { target: name, since, price: { perGpuHour: price.perHour, source: price.how }, comparePer1K: compare, ...r, ...(gateway ? { gateway } : {}) }));
+    say(
+      envelope('cost', {
+        target: name,
+        since,
+        price: { perGpuHour: price.perHour, source: price.how },
+        comparePer1K: compare,
+        ...r,
+        ...(gateway ? { gateway } : {}),
+      }),
+    );
     return;
   }
-  say(`cost of ${name} over ${since}: ${r.from} -> ${r.to} (${r.samples} samples${r.restarts ? `, ${r.restarts} restart(s): counters taken from zero after each` : ''})`);
+  say(
+    `cost of ${name} over ${since}: ${r.from} -> ${r.to} (${r.samples} samples${r.restarts ? `, ${r.restarts} restart(s): counters taken from zero after each` : ''})`,
+  );
   say(`  price        ${price.how}`);
   say(
     `  GPU-hours    ${r.gpus} GPU(s) x ${r.hours.toFixed(2)} h = ${r.allocation!.gpuHours.toFixed(2)} held${r.utilization ? `; utilisation ${(r.utilization.value * 100).toFixed(1)} % (${r.utilization.source}) -> ${r.usage!.gpuHours.toFixed(2)} used` : '; utilisation not measured (no GPU readings: pass --utilization 0..1 for the usage basis)'}`,
   );
-  say(`  tokens       ${int(r.tokens.total)} (prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}), as the server counted them`);
+  say(
+    `  tokens       ${int(r.tokens.total)} (prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}), as the server counted them`,
+  );
   if (gateway) say(`               ${gatewayUsageLine(gateway)}`);
   if (r.tokens.total > 0 && r.tokens.total < FEW_TOKENS)
     note(
@@ -43,10 +59,14 @@ export async function run(name: string, opts: CostCli) {
       : `  prompt/generation split by an assumed ratio: a generated token costs ${r.split.genWeight ?? 4} prompt tokens (vLLM exposed no prefill/decode time sums; --gen-weight N)`,
   );
   if (a.per1K !== undefined) {
-    const cmp = (b: typeof a | undefined, label: string) => (b?.per1K !== undefined ? `${label} ${(b.per1K / compare).toFixed(2)}x` : undefined);
+    const cmp = (b: typeof a | undefined, label: string) =>
+      b?.per1K !== undefined ? `${label} ${(b.per1K / compare).toFixed(2)}x` : undefined;
     say(
       `  vs ${money(compare)} per 1K (${opts.comparePrice ? '--compare-price' : 'a reference API price; --compare-price sets another'}): ${[cmp(a, 'allocation'), cmp(u, 'usage')].filter(Boolean).join(', ')}`,
     );
   } else say('  no tokens in this window: no price per token');
-  if (opts.gpuMonthPrice) say(`  note: a monthly price times GPU-hours mixes units; sparkctl converts the monthly price to an hourly one first (/ 730 h)`);
+  if (opts.gpuMonthPrice)
+    say(
+      `  note: a monthly price times GPU-hours mixes units; sparkctl converts the monthly price to an hourly one first (/ 730 h)`,
+    );
 }

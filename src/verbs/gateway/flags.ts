@@ -3,22 +3,49 @@ import { collect, intArg } from '../args.js';
 import type { OptionTuple } from '../define.js';
 
 const SETTINGS: OptionTuple[] = [
-  ['--port <port>', "where the gateway listens (default 8080; stats on port+1 on 127.0.0.1; the keeper on a Unix socket in the gateway's folder)", intArg('--port')],
+  [
+    '--port <port>',
+    "where the gateway listens (default 8080; stats on port+1 on 127.0.0.1; the keeper on a Unix socket in the gateway's folder)",
+    intArg('--port'),
+  ],
   ['--host <addr>', 'the address it binds (default 127.0.0.1; 0.0.0.0 for every interface)'],
   ['--config <file>', 'a YAML file with a gateway: block (port, host, aliases, apiKeyEnv, idleSleep, ...)'],
-  ['--alias <name=model>', "a name clients may send for a served model (repeatable; over the file's gateway.aliases)", collect, []],
-  ['--api-key-env <name>', "one key at the gateway: the NAME of the variable that holds it (default: each model's own key passes through)"],
-  ['--allow-unauthenticated', 'let a gateway bound beyond loopback (--host 0.0.0.0) run without --api-key-env (warned at every start); refused otherwise'],
+  [
+    '--alias <name=model>',
+    "a name clients may send for a served model (repeatable; over the file's gateway.aliases)",
+    collect,
+    [],
+  ],
+  [
+    '--api-key-env <name>',
+    "one key at the gateway: the NAME of the variable that holds it (default: each model's own key passes through)",
+  ],
+  [
+    '--allow-unauthenticated',
+    'let a gateway bound beyond loopback (--host 0.0.0.0) run without --api-key-env (warned at every start); refused otherwise',
+  ],
   ['--idle-sleep <duration>', 'put a model with sleep mode to sleep after this long without a request (15m)'],
-  ['--on-demand <profile>', 'a profile started when a request names it and it is not running (repeatable; gateway.models in the file says more: pinned, serve arguments, admission)', collect, []],
-  ['--gpu-memory <size>', 'the memory the on-demand models share (one GPU, e.g. 80GiB; a Spark 128GB with gateway.onDemand.unified): the plan decides what to evict before a start'],
+  [
+    '--on-demand <profile>',
+    'a profile started when a request names it and it is not running (repeatable; gateway.models in the file says more: pinned, serve arguments, admission)',
+    collect,
+    [],
+  ],
+  [
+    '--gpu-memory <size>',
+    'the memory the on-demand models share (one GPU, e.g. 80GiB; a Spark 128GB with gateway.onDemand.unified): the plan decides what to evict before a start',
+  ],
   ['--evict <how>', 'how a model makes room: stop (default), sleep1 or sleep2 (its profile needs server.sleepMode)'],
-  ['--balance <how>', "within a model: prefix (default: a prompt's first gateway.prefixBytes pick its replica, bounded by load) or leastconn"],
+  [
+    '--balance <how>',
+    "within a model: prefix (default: a prompt's first gateway.prefixBytes pick its replica, bounded by load) or leastconn",
+  ],
 ];
 
 export default createCommand({
   name: 'gateway',
-  description: "one HAProxy endpoint for every model this host serves: routes by the request's model, lists them all on /v1/models, wakes sleeping ones",
+  description:
+    "one HAProxy endpoint for every model this host serves: routes by the request's model, lists them all on /v1/models, wakes sleeping ones",
   subcommands: [
     createCommand({
       name: 'up',
@@ -32,7 +59,8 @@ export default createCommand({
     }),
     createCommand({
       name: 'down',
-      description: 'stop the gateway: HAProxy soft-stops (the requests in flight finish), then the keeper exits (stop --all does it too)',
+      description:
+        'stop the gateway: HAProxy soft-stops (the requests in flight finish), then the keeper exits (stop --all does it too)',
       options: [
         ['--force-forget', 'drop a gateway record whose processes cannot be proven ours, without signalling anything'],
         ['--json', 'machine-readable output'],

@@ -46,7 +46,10 @@ interface SettingsFlags {
   json?: boolean;
 }
 
-/** The file's gateway: block (a regular file, at most 1 MiB), the flags over it, checked by the schema (every problem named). */
+/**
+ * The file's gateway: block (a regular file, at most 1 MiB), the flags over it, checked by the schema (every problem
+ * named).
+ */
 export function settingsFrom(o: SettingsFlags): GatewaySettings {
   let block: Record<string, unknown> = {};
   if (o.config) {
@@ -59,7 +62,9 @@ export function settingsFrom(o: SettingsFlags): GatewaySettings {
     }
     const doc = yaml.load(text) as { gateway?: unknown } | undefined;
     if (!doc || typeof doc !== 'object' || typeof doc.gateway !== 'object' || doc.gateway === null)
-      throw new UsageError(`--config ${o.config}: no gateway: block`, ['gateway:\n  port: 8080\n  aliases: { coder: Qwen/Qwen3.5-9B }']);
+      throw new UsageError(`--config ${o.config}: no gateway: block`, [
+        'gateway:\n  port: 8080\n  aliases: { coder: Qwen/Qwen3.5-9B }',
+      ]);
     block = doc.gateway as Record<string, unknown>;
   }
   // gateway.models from the file, each --on-demand PROFILE added to the set
@@ -121,11 +126,15 @@ export async function up(o: SettingsFlags) {
   const plan = planGateway(s, servedInstances(stateDir()), stateDir());
   const { missing } = haproxyEnv(plan, process.env);
   if (s.apiKeyEnv && missing.includes(s.apiKeyEnv))
-    throw new UsageError(`--api-key-env ${s.apiKeyEnv}: the variable is not set`, [`export ${s.apiKeyEnv}=... (the key never goes into a file or argv)`]);
+    throw new UsageError(`--api-key-env ${s.apiKeyEnv}: the variable is not set`, [
+      `export ${s.apiKeyEnv}=... (the key never goes into a file or argv)`,
+    ]);
   for (const v of missing) note(`gateway: $${v} is not set: requests for its model will carry no key`);
   const r = await startGateway({ bin: sparkctlBin(), args: settingsArgs(o), stateDir: stateDir() });
   if (o.json) return say(envelope('gateway', { state: 'running', ...r, url: gatewayUrl(r) }));
-  say(`gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid}): ${r.models.length} model(s)${r.models.length ? `: ${r.models.map((m) => m.name).join(', ')}` : ''}`);
+  say(
+    `gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid}): ${r.models.length} model(s)${r.models.length ? `: ${r.models.map((m) => m.name).join(', ')}` : ''}`,
+  );
   for (const [a, m] of Object.entries(r.aliases)) say(`  alias ${a} -> ${m}`);
   say(`  stats: http://127.0.0.1:${r.statsPort}/stats; log: ${r.logFile}`);
 }
@@ -148,10 +157,24 @@ export async function status(o: { json?: boolean }) {
   if (!r) {
     // launched, but not (or no longer) whole: a keeper that died with HAProxy left, or a record that cannot be proven
     const e = gatewayEntry(stateDir())?.entry;
-    const state = e?.proof.state === 'degraded' ? 'degraded' : e?.proof.state === 'unproven' ? 'unproven' : e?.alive ? 'starting' : 'stopped';
+    const state =
+      e?.proof.state === 'degraded'
+        ? 'degraded'
+        : e?.proof.state === 'unproven'
+          ? 'unproven'
+          : e?.alive
+            ? 'starting'
+            : 'stopped';
     // a record that is there but cannot be read is said, never taken for "not running"
     const unreadable = recordProblem(stateDir());
-    if (o.json) say(envelope('gateway-status', { state, ...(e && state !== 'stopped' ? { pid: e.launch.pid } : {}), ...(unreadable ? { recordUnreadable: unreadable } : {}) }));
+    if (o.json)
+      say(
+        envelope('gateway-status', {
+          state,
+          ...(e && state !== 'stopped' ? { pid: e.launch.pid } : {}),
+          ...(unreadable ? { recordUnreadable: unreadable } : {}),
+        }),
+      );
     else if (unreadable)
       say(
         `gateway: ${state === 'stopped' ? 'state unknown' : state}: its record cannot be read (${unreadable}); sparkctl gateway down stops a gateway it launched, and gateway up writes the record again`,
@@ -193,20 +216,38 @@ export async function status(o: { json?: boolean }) {
       v.models.map((m) => [
         m.name,
         m.profile,
-        m.state === 'running' ? `running (${m.servers.filter((x) => x.state === 'up').length}/${m.servers.length} up)` : m.state,
+        m.state === 'running'
+          ? `running (${m.servers.filter((x) => x.state === 'up').length}/${m.servers.length} up)`
+          : m.state,
         String(m.queued),
-        m.onDemand ? `${m.onDemand.pinned ? 'pinned; ' : ''}start ${m.onDemand.lastStartMs ?? '-'} ms, evict ${m.onDemand.lastEvictMs ?? '-'} ms (${m.onDemand.starts}/${m.onDemand.evictions})` : '-',
+        m.onDemand
+          ? `${m.onDemand.pinned ? 'pinned; ' : ''}start ${m.onDemand.lastStartMs ?? '-'} ms, evict ${m.onDemand.lastEvictMs ?? '-'} ms (${m.onDemand.starts}/${m.onDemand.evictions})`
+          : '-',
         m.servers.map((x) => `${x.name}:${x.state}`).join(' ') || '-',
         m.usage ? usageCell(m.usage) : '-',
         m.usage ? prefixCell(m.usage) : '-',
       ]),
-      ['MODEL', 'PROFILE', 'STATE', 'QUEUED', 'ON DEMAND (last swap; starts/evictions)', 'SERVERS', 'TOKENS (prompt/completion)', 'PREFIX (hit/spill/new)'],
+      [
+        'MODEL',
+        'PROFILE',
+        'STATE',
+        'QUEUED',
+        'ON DEMAND (last swap; starts/evictions)',
+        'SERVERS',
+        'TOKENS (prompt/completion)',
+        'PREFIX (hit/spill/new)',
+      ],
     ),
   );
   if (!v.usageRecorded) say('  tokens and prefix hits are not counted: this HAProxy is built without Lua');
-  if (v.unattributed) say(`  ${n(v.unattributed)} request(s) for no model it routes (no key, an unknown model, none named), answered by the gateway itself`);
+  if (v.unattributed)
+    say(
+      `  ${n(v.unattributed)} request(s) for no model it routes (no key, an unknown model, none named), answered by the gateway itself`,
+    );
   else if (v.models.some((m) => m.usage?.streamsWithoutUsage))
-    say('  ~N: streams whose client did not ask for usage (stream_options.include_usage), counted by their chunks (about a token each), not in the tokens');
+    say(
+      '  ~N: streams whose client did not ask for usage (stream_options.include_usage), counted by their chunks (about a token each), not in the tokens',
+    );
 }
 
 const n = (v: number) => Math.round(v).toLocaleString('en-US');
@@ -291,7 +332,11 @@ export async function runForeground(o: SettingsFlags) {
     const r = readRecord(dir);
     if (!r || r.pid !== process.pid || !keeper.plan) return;
     const v = views(keeper);
-    if (JSON.stringify(v.models) !== JSON.stringify(r.models) || JSON.stringify(v.onDemand) !== JSON.stringify(r.onDemand) || JSON.stringify(v.usage) !== JSON.stringify(r.usage))
+    if (
+      JSON.stringify(v.models) !== JSON.stringify(r.models) ||
+      JSON.stringify(v.onDemand) !== JSON.stringify(r.onDemand) ||
+      JSON.stringify(v.usage) !== JSON.stringify(r.usage)
+    )
       writeRecord(dir, { ...r, ...v });
   };
   changed = (usage) => {

@@ -9,7 +9,11 @@ export default createCommand({
       '--image <image>',
       "container image; default the profile's, as engine.runtime container runs it (container.image, else NGC's on a DGX baseline, else vllm/vllm-openai:v<engine.vllmVersion>; with auto and no image set, that of the newest flag table; with auto, an image's vLLM is what its tag or NVIDIA's release notes state, else read on this host, else exit 2)",
     ],
-    ['--node-count <n>', 'multi-node: a LeaderWorkerSet of N pods (--nodes is a nodes file in serve, stop and preflight)', countArg('--node-count')],
+    [
+      '--node-count <n>',
+      'multi-node: a LeaderWorkerSet of N pods (--nodes is a nodes file in serve, stop and preflight)',
+      countArg('--node-count'),
+    ],
     deprecatedAlias('--nodes <n>', '--node-count', countArg('--nodes')),
     ['--namespace <ns>', 'namespace', 'default'],
     ...PROFILE_OPTIONS,

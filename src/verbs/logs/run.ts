@@ -28,7 +28,9 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
     // A stopped server's log stays: look in the log folder by instance or profile name.
     const logDir = join(dir, 'logs');
     files = (existsSync(logDir) ? readdirSync(logDir) : [])
-      .filter((f) => f === `${name}.log` || new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+\\.log$`).test(f))
+      .filter(
+        (f) => f === `${name}.log` || new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+\\.log$`).test(f),
+      )
       .map((f) => ({ name: f.replace(/\.log$/, ''), path: join(logDir, f) }));
   }
   if (!files.length) {
@@ -38,7 +40,9 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
     throw new UsageError(`no server or log named "${name}"`, ['sparkctl status lists the running ones']);
   }
   const prefix = files.length > 1;
-  for (const f of files) for (const l of lastLines(f.path, opts.lines)) process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${shownEscaped(l, { lines: true })}\n`);
+  for (const f of files)
+    for (const l of lastLines(f.path, opts.lines))
+      process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${shownEscaped(l, { lines: true })}\n`);
   if (!opts.follow) return;
   const tails = files.map((f) => ({ ...f, tail: new LogTail(f.path, 0, { fromEnd: true }) }));
   const stopped = interrupts();
@@ -69,7 +73,10 @@ const printLines = (lines: string[]) => {
   for (const l of lines) process.stdout.write(`${shownEscaped(l, { lines: true })}\n`);
 };
 
-/** A server over nodes: the head's log read over ssh (-f: its new lines every 1.5 s until Ctrl-C). The node's bytes are shown escaped. */
+/**
+ * A server over nodes: the head's log read over ssh (-f: its new lines every 1.5 s until Ctrl-C). The node's bytes are
+ * shown escaped.
+ */
 async function clusterLogs(rec: ClusterRecord, opts: { follow?: boolean; lines: number }) {
   const { loadNodesFile } = await import('../../profiles/load.js');
   const { readHeadLog, followHeadLog } = await import('../../engine/cluster/logs.js');
@@ -77,10 +84,17 @@ async function clusterLogs(rec: ClusterRecord, opts: { follow?: boolean; lines: 
   try {
     nf = loadNodesFile(rec.nodesFile);
   } catch (e) {
-    throw new UsageError(`${rec.profile} is served over nodes, and the nodes file its record names cannot be read: ${(e as Error).message}`, [`its log is on ${rec.head}: ${rec.logFile}`]);
+    throw new UsageError(
+      `${rec.profile} is served over nodes, and the nodes file its record names cannot be read: ${(e as Error).message}`,
+      [`its log is on ${rec.head}: ${rec.logFile}`],
+    );
   }
   const read = await readHeadLog(rec, nf, opts.lines);
-  if ('why' in read) throw new UnreachableError(`the log of ${rec.profile} on ${rec.head} could not be read: ${shownEscaped(read.why)}`, [`ssh to ${rec.head} and read ${rec.logFile}`]);
+  if ('why' in read)
+    throw new UnreachableError(
+      `the log of ${rec.profile} on ${rec.head} could not be read: ${shownEscaped(read.why)}`,
+      [`ssh to ${rec.head} and read ${rec.logFile}`],
+    );
   printLines(read.lines);
   if (!opts.follow) return;
   const view = followHeadLog(rec, nf)!;

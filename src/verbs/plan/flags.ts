@@ -3,12 +3,21 @@ import { PROFILE_OPTIONS } from '../args.js';
 
 export default createCommand({
   name: 'plan',
-  args: [['<profile>', 'profile name or YAML file, or a model: a Hugging Face id (read from the local cache) or a folder with config.json']],
-  description: "per-GPU memory budget: weights, KV cache tokens, concurrency, whether it fits (this host's GPUs unless told otherwise)",
+  args: [
+    [
+      '<profile>',
+      'profile name or YAML file, or a model: a Hugging Face id (read from the local cache) or a folder with config.json',
+    ],
+  ],
+  description:
+    "per-GPU memory budget: weights, KV cache tokens, concurrency, whether it fits (this host's GPUs unless told otherwise)",
   options: [
     ['--gpu-memory <size>', "memory of one GPU, e.g. 80GiB, 141GB (default: read from this host, else the platform's)"],
     ['--platform <name>', "plan for a platform baseline instead of this host's GPUs"],
-    ['--nodes <file>', 'plan for the nodes of a nodes file (every GPU of every node, as serve --nodes runs it); a model id gets a profile for them'],
+    [
+      '--nodes <file>',
+      'plan for the nodes of a nodes file (every GPU of every node, as serve --nodes runs it); a model id gets a profile for them',
+    ],
     ['--vllm-bin <path>', 'the vllm whose version renders the flags when engine.vllmVersion is auto', 'vllm'],
     ['--json', 'machine-readable output'],
     ...PROFILE_OPTIONS,

@@ -18,7 +18,9 @@ export function planJson(r: Prepared, plan: MemoryPlan | undefined, errors: Prob
     plan: plan ?? null,
     problems: r.problems,
     host: r.hostLine,
-    model: r.model ? { note: r.model.note, file: r.model.file ?? null, sources: r.model.sources, facts: r.model.facts } : null,
+    model: r.model
+      ? { note: r.model.note, file: r.model.file ?? null, sources: r.model.sources, facts: r.model.facts }
+      : null,
     vllm: r.vllm,
     // one verdict: the memory fits AND nothing else refuses the plan on this host (plan.fits is the memory alone)
     fits: Boolean(plan?.fits) && !errors.length,
@@ -27,11 +29,17 @@ export function planJson(r: Prepared, plan: MemoryPlan | undefined, errors: Prob
 }
 
 /** The plan as text: the budget, weights, reserve, KV cache and the verdict, then where each figure came from. */
-export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> }, plan: MemoryPlan, errors: Problems): void {
+export function printPlan(
+  r: Prepared & { model: NonNullable<Prepared['model']> },
+  plan: MemoryPlan,
+  errors: Problems,
+): void {
   const g = (b: number) => `${(b / GIB).toFixed(2)} GiB`;
   const p = r.profile;
   const f = r.model.facts;
-  say(`${c.bold(p.name)}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${g(plan.gpuMemoryBytes)} GPUs (${r.platform.name}), memory share ${plan.gpuMemoryUtilization}`);
+  say(
+    `${c.bold(p.name)}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${g(plan.gpuMemoryBytes)} GPUs (${r.platform.name}), memory share ${plan.gpuMemoryUtilization}`,
+  );
   say(c.dim(`planned for ${r.hostLine}`));
   const mib = (b: number) => `${(b / 1024 ** 2).toFixed(2)} MiB`;
   const nm = plan.notModelled;
@@ -41,7 +49,9 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
     table([
       [
         'budget per GPU',
-        p.engine.kvCacheMemoryBytes !== undefined ? '(KV cache fixed by engine.kvCacheMemoryBytes)' : `${g(plan.budgetBytes)}  (${plan.gpuMemoryUtilization} x ${g(plan.gpuMemoryBytes)})`,
+        p.engine.kvCacheMemoryBytes !== undefined
+          ? '(KV cache fixed by engine.kvCacheMemoryBytes)'
+          : `${g(plan.budgetBytes)}  (${plan.gpuMemoryUtilization} x ${g(plan.gpuMemoryBytes)})`,
       ],
       [
         'weights per GPU',
@@ -49,20 +59,34 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
           ? c.red(`not modelled: ${nm.field}`)
           : `${g(plan.weightsPerGpuBytes)}  (${g(plan.weightsTotalBytes)} / ${p.parallel.tensor * p.parallel.pipeline} GPUs${r.model.sources.parameters === 'config' ? `, ${weightsSource(f)}` : ''})`,
       ],
-      ['reserve', `${g(plan.reserveBytes)}  (activations, ${p.engine.enforceEager ? 'no CUDA graphs (eager)' : 'CUDA graphs'}, NCCL, allocator)`],
+      [
+        'reserve',
+        `${g(plan.reserveBytes)}  (activations, ${p.engine.enforceEager ? 'no CUDA graphs (eager)' : 'CUDA graphs'}, NCCL, allocator)`,
+      ],
       ['KV cache per GPU', g(plan.availableKvBytes)],
       ...(nm
         ? [['KV cache size, concurrency', c.red(`not modelled: ${nm.field}`)]]
         : [
-            ['KV bytes per token', `${plan.kvBytesPerToken} B  (per GPU, across ${plan.kvLayersPerGpu} layers with a per-token cache)`],
-            ...(plan.stateBytesPerSeq ? [['state per request', `${mib(plan.stateBytesPerSeq)}  (Mamba/Gated-DeltaNet layers, per GPU)`]] : []),
+            [
+              'KV bytes per token',
+              `${plan.kvBytesPerToken} B  (per GPU, across ${plan.kvLayersPerGpu} layers with a per-token cache)`,
+            ],
+            ...(plan.stateBytesPerSeq
+              ? [['state per request', `${mib(plan.stateBytesPerSeq)}  (Mamba/Gated-DeltaNet layers, per GPU)`]]
+              : []),
             ['block size', `${plan.blockSize} tokens`],
-            ['KV cache groups', plan.kvGroups.map((k) => `${k.layers} x ${k.label} (${k.blocksPerRequest} blocks/request)`).join('; ')],
+            [
+              'KV cache groups',
+              plan.kvGroups.map((k) => `${k.layers} x ${k.label} (${k.blocksPerRequest} blocks/request)`).join('; '),
+            ],
             ...(noRoom
               ? [['GPU KV cache size', c.red('none: the weights and the reserve leave no room for it')]]
               : [
                   ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
-                  [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
+                  [
+                    `Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`,
+                    `${plan.maxConcurrency.toFixed(2)}x`,
+                  ],
                 ]),
             ['fits', fitsLine(plan, errors)],
           ]),
@@ -86,7 +110,11 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
         : '  no KV cache or concurrency figure is stated rather than one that may be wrong; to plan around it, fix the KV cache size: --set engine.kvCacheMemoryBytes=BYTES',
     );
   }
-  say(c.dim(`rules: vLLM ${plan.vllmRules}'s (kv_cache_interface.py, kv_cache_utils.py, models/config.py); layout read from ${plan.layoutFrom}`));
+  say(
+    c.dim(
+      `rules: vLLM ${plan.vllmRules}'s (kv_cache_interface.py, kv_cache_utils.py, models/config.py); layout read from ${plan.layoutFrom}`,
+    ),
+  );
   say(c.dim(`model: ${r.model.note}`));
   say(c.dim(`  ${factLine(r.model)}`));
   say(c.dim(`vLLM: ${r.vllm.note}`));
@@ -95,12 +123,22 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
   if (r.hostNote) say(c.dim(`note: ${r.hostNote}`));
 }
 
-/** One verdict: a plan that another problem refuses (too few GPUs for TP x PP) does not fit, whatever its memory says. */
-function fitsLine(plan: { fits: boolean; largestMaxModelLen: number; availableKvBytes: number }, errors: Prepared['problems']): string {
+/**
+ * One verdict: a plan that another problem refuses (too few GPUs for TP x PP) does not fit, whatever its memory says.
+ */
+function fitsLine(
+  plan: { fits: boolean; largestMaxModelLen: number; availableKvBytes: number },
+  errors: Prepared['problems'],
+): string {
   // no KV cache at all: no max model len fits, and "the largest that fits is 0" says nothing
-  const largest = plan.availableKvBytes <= 0 || plan.largestMaxModelLen < 1 ? 'no max model len fits' : `largest max model len that fits is ${plan.largestMaxModelLen}`;
+  const largest =
+    plan.availableKvBytes <= 0 || plan.largestMaxModelLen < 1
+      ? 'no max model len fits'
+      : `largest max model len that fits is ${plan.largestMaxModelLen}`;
   if (errors.length)
-    return c.red(`no: ${formatProblem(errors[0]!)}${errors.length > 1 ? ` (and ${errors.length - 1} more below)` : ''}${plan.fits ? '; the memory of each GPU would hold its share' : `; ${largest}`}`);
+    return c.red(
+      `no: ${formatProblem(errors[0]!)}${errors.length > 1 ? ` (and ${errors.length - 1} more below)` : ''}${plan.fits ? '; the memory of each GPU would hold its share' : `; ${largest}`}`,
+    );
   return plan.fits ? c.green('yes') : c.red(`no: ${largest}`);
 }
 
@@ -122,7 +160,9 @@ function factLine(m: NonNullable<Prepared['model']>): string {
     `${f.layers} layers${mark('layers')}`,
     `${f.kvLayers} full attention${mark('kvLayers')}${f.slidingLayers ? `, ${f.slidingLayers} sliding (window ${f.slidingWindow})` : ''}${f.linearLayers ? `, ${f.linearLayers} linear` : ''}`,
     `${f.attentionHeads} heads${mark('attentionHeads')}`,
-    f.mla ? `MLA ${f.mla.kvLoraRank}+${f.mla.qkRopeHeadDim}` : `${f.kvHeads} KV heads${mark('kvHeads')} x ${f.headDim}${mark('headDim')}`,
+    f.mla
+      ? `MLA ${f.mla.kvLoraRank}+${f.mla.qkRopeHeadDim}`
+      : `${f.kvHeads} KV heads${mark('kvHeads')} x ${f.headDim}${mark('headDim')}`,
     `context ${f.maxContext}${mark('maxContext')}`,
     `${f.parameters >= 1e9 ? `${(f.parameters / 1e9).toFixed(2)}B` : `${(f.parameters / 1e6).toFixed(2)}M`} parameters${mark('parameters')}`,
   ];

@@ -7,9 +7,23 @@ import { say } from '../../output/log.js';
 import { ExitWith, ExitCode } from '../../errors.js';
 import { planJson, printPlan } from './render.js';
 
-export async function run(name: string, opts: { set: string[]; profiles?: string; gpus?: number; gpuMemory?: string; platform?: string; vllmBin?: string; json?: boolean; nodes?: string }) {
+export async function run(
+  name: string,
+  opts: {
+    set: string[];
+    profiles?: string;
+    gpus?: number;
+    gpuMemory?: string;
+    platform?: string;
+    vllmBin?: string;
+    json?: boolean;
+    nodes?: string;
+  },
+) {
   // --nodes: the nodes file's shape (every GPU of every node), a model id's profile generated for it
-  const cluster = opts.nodes ? await (await import('../cluster-inputs.js')).clusterInputs(name, { ...opts, nodes: opts.nodes }) : undefined;
+  const cluster = opts.nodes
+    ? await (await import('../cluster-inputs.js')).clusterInputs(name, { ...opts, nodes: opts.nodes })
+    : undefined;
   // read: the profile, the host's GPUs, the model's facts and the installed vLLM
   const r = await prepare(name, {
     profiles: opts.profiles,
@@ -27,8 +41,11 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
   // render
   if (opts.json) say(envelope('memory-plan', planJson(r, plan, errors)));
   else if (plan && r.model) printPlan({ ...r, model: r.model }, plan, errors);
-  if (!opts.json) for (const pr of r.problems) say(`${pr.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(pr)}`);
-  // Not modelled: exit 2 with the fix, unless the KV cache size is fixed by the operator (then the weights and budget stand)
+  if (!opts.json)
+    for (const pr of r.problems)
+      say(`${pr.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(pr)}`);
+  // Not modelled: exit 2 with the fix, unless the KV cache size is fixed by the operator (then the weights and budget
+  // stand)
   if (plan?.notModelled && r.profile.engine.kvCacheMemoryBytes !== undefined && !errors.length) return;
   if (!plan?.fits || errors.length) throw new ExitWith(ExitCode.badInput);
 }

@@ -45,7 +45,12 @@ export function nodeChecks(r: NodeReport): CheckOutcome[] {
 }
 
 /** The report of the nodes' answers and the checks across them (pure). */
-export function nodesReport(reports: NodeReport[], cross: CheckOutcome[], fabric: NodesPreflightReport['fabric'], wallMs: number): NodesPreflightReport {
+export function nodesReport(
+  reports: NodeReport[],
+  cross: CheckOutcome[],
+  fabric: NodesPreflightReport['fabric'],
+  wallMs: number,
+): NodesPreflightReport {
   const checks = [...reports.flatMap(nodeChecks), ...cross];
   return { checks, summary: countChecks(checks), wallMs, nodes: reports, cross, fabric };
 }
@@ -67,10 +72,17 @@ const escaped = (x: CheckOutcome): CheckOutcome => ({
  */
 export function renderNodesReport(r: NodesPreflightReport, title: string, fabricLines: string[]): string {
   const lines = [c.bold(title), nodeMatrix(r.nodes)];
-  for (const x of r.nodes.filter((x) => !x.reached)) lines.push(c.red(`${x.node} unreachable: ${shown(x.error ?? '')}`));
-  const shownChecks = r.checks.filter((x) => x.node === undefined || x.status === 'fail' || x.status === 'warn').map(escaped);
+  for (const x of r.nodes.filter((x) => !x.reached))
+    lines.push(c.red(`${x.node} unreachable: ${shown(x.error ?? '')}`));
+  const shownChecks = r.checks
+    .filter((x) => x.node === undefined || x.status === 'fail' || x.status === 'warn')
+    .map(escaped);
   lines.push(...renderChecks(shownChecks));
-  lines.push('', c.bold('fabric variables, as serve --nodes renders them from what each node shows now'), ...fabricLines);
+  lines.push(
+    '',
+    c.bold('fabric variables, as serve --nodes renders them from what each node shows now'),
+    ...fabricLines,
+  );
   lines.push('', summaryLine(r));
   return lines.join('\n');
 }
@@ -81,7 +93,8 @@ export function nodeMatrix(reports: NodeReport[]): string {
   for (const r of reports) for (const k of r.checks ?? []) if (!ids.includes(k.id)) ids.push(k.id);
   // Checks that pass on every node say little: the rows that differ or fail come first.
   const cell = (r: NodeReport, id: string) => (!r.reached ? '-' : (r.checks?.find((k) => k.id === id)?.status ?? '-'));
-  const interesting = (id: string) => new Set(reports.map((r) => cell(r, id))).size > 1 || reports.some((r) => ['fail', 'warn'].includes(cell(r, id)));
+  const interesting = (id: string) =>
+    new Set(reports.map((r) => cell(r, id))).size > 1 || reports.some((r) => ['fail', 'warn'].includes(cell(r, id)));
   const sorted = [...ids.filter(interesting), ...ids.filter((id) => !interesting(id))];
   const rows = sorted.map((id) => [
     shown(id),
@@ -90,11 +103,24 @@ export function nodeMatrix(reports: NodeReport[]): string {
       return s === '-' ? c.dim('-') : statusMark(s);
     }),
   ]);
-  rows.push(['(summary)', ...reports.map((r) => (r.reached ? `${r.summary!.fail}F ${r.summary!.warn}W ${r.summary!.pass}P` : c.red('unreachable')))]);
+  rows.push([
+    '(summary)',
+    ...reports.map((r) =>
+      r.reached ? `${r.summary!.fail}F ${r.summary!.warn}W ${r.summary!.pass}P` : c.red('unreachable'),
+    ),
+  ]);
   return table(rows, ['CHECK', ...reports.map((r) => r.node)]);
 }
 
-export async function preflightNodes(opts: { nodes?: string; profile?: string; platform: string; json?: boolean; strict?: boolean; set?: string[]; profiles?: string }): Promise<void> {
+export async function preflightNodes(opts: {
+  nodes?: string;
+  profile?: string;
+  platform: string;
+  json?: boolean;
+  strict?: boolean;
+  set?: string[];
+  profiles?: string;
+}): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
   // a profile, or a model id whose config.json pull fetched (the profile serve --nodes would generate)
   const platform = opts.platform === 'auto' ? undefined : opts.platform;
@@ -106,7 +132,17 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
       )
     : undefined;
   const r = opts.profile
-    ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: platform ?? target?.platform, loaded: target?.loaded, modelRead: target?.modelRead }, nf)
+    ? resolveForNodes(
+        opts.profile,
+        {
+          profiles: opts.profiles,
+          set: opts.set ?? [],
+          platform: platform ?? target?.platform,
+          loaded: target?.loaded,
+          modelRead: target?.modelRead,
+        },
+        nf,
+      )
     : undefined;
   // the folder as serve --nodes renders it for every rank: by its absolute path here (engine/cluster/model-env.ts)
   const modelPath = r?.profile.model.path !== undefined ? resolve(r.profile.model.path) : undefined;
@@ -130,23 +166,44 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
     ...(generated ? [] : (opts.set ?? []).flatMap((s) => ['--set', s])),
   ];
   const started = Date.now();
-  const [{ reports, ray }, fabric] = await withCancel((signal) => Promise.all([gatherNodes(nf, { sparkctlArgs: args, modelPath, signal }), gatherFabric(nf, signal)]));
+  const [{ reports, ray }, fabric] = await withCancel((signal) =>
+    Promise.all([gatherNodes(nf, { sparkctlArgs: args, modelPath, signal }), gatherFabric(nf, signal)]),
+  );
   const cross = [
-    ...runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray }),
+    ...runNodesChecks({
+      nf,
+      reports,
+      modelPath,
+      gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined,
+      ray,
+    }),
     ...runFabricChecks(fabric).map((x) => ({ ...x, area: 'fabric', durationMs: 0 })),
-    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts, { profile: r.profile, file: r.file })] : []),
+    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image'
+      ? [await sameImageCheck(opts.profile!, nf, opts, { profile: r.profile, file: r.file })]
+      : []),
   ];
   const envs = fabricEnvs(nf, fabric.readings);
-  const report = nodesReport(reports, cross, Object.fromEntries(allNodes(nf).map((n) => [n.name, { reading: fabric.readings.get(n.name) ?? null, env: envs[n.name] ?? null }])), Date.now() - started);
-  const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
-  const anyWarn = reports.some((x) => x.reached && (x.summary?.warn ?? 0) > 0) || cross.some((x) => x.status === 'warn');
+  const report = nodesReport(
+    reports,
+    cross,
+    Object.fromEntries(
+      allNodes(nf).map((n) => [n.name, { reading: fabric.readings.get(n.name) ?? null, env: envs[n.name] ?? null }]),
+    ),
+    Date.now() - started,
+  );
+  const anyFail =
+    reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
+  const anyWarn =
+    reports.some((x) => x.reached && (x.summary?.warn ?? 0) > 0) || cross.some((x) => x.status === 'warn');
   if (opts.json) say(nodesJson(report));
   else
     say(
       renderNodesReport(
         report,
         `preflight over ${allNodes(nf).length} nodes (${opts.nodes})`,
-        allNodes(nf).map((n) => `  ${n.name}  ${envs[n.name] ? exportLine({ ...nodeEnvOf(n), ...envs[n.name] }) : c.dim('not read')}`),
+        allNodes(nf).map(
+          (n) => `  ${n.name}  ${envs[n.name] ? exportLine({ ...nodeEnvOf(n), ...envs[n.name] }) : c.dim('not read')}`,
+        ),
       ),
     );
   if (anyFail || (opts.strict && anyWarn)) throw new ExitWith(ExitCode.problems);
@@ -167,9 +224,18 @@ export function nodesJson(r: NodesPreflightReport): string {
       summary: x.summary ?? null,
       versions: x.versions ?? null,
       checks: Object.fromEntries((x.checks ?? []).map((k) => [k.id, k.status])),
-      failed: (x.checks ?? []).filter((k) => k.status === 'fail').map((k) => ({ id: k.id, observed: k.observed, fix: k.fix })),
+      failed: (x.checks ?? [])
+        .filter((k) => k.status === 'fail')
+        .map((k) => ({ id: k.id, observed: k.observed, fix: k.fix })),
     })),
-    cross: r.cross.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, blocking: x.blocking })),
+    cross: r.cross.map((x) => ({
+      id: x.id,
+      status: x.status,
+      observed: x.observed,
+      expected: x.expected,
+      fix: x.fix ?? null,
+      blocking: x.blocking,
+    })),
     fabric: r.fabric,
     checks: r.checks.map(checkJson),
     summary: r.summary,

@@ -34,7 +34,14 @@ export async function run(opts: PreflightCliOptions, cmd?: { parent?: { opts(): 
     const { RealHost } = await import('../../host/real.js');
     host = new RealHost(opts.probeTimeout);
   }
-  const report = await runPreflight(host, { profile, platform: opts.platform, only: opts.only, skip: opts.skip, timeoutMs: opts.probeTimeout, verify: opts.verify });
+  const report = await runPreflight(host, {
+    profile,
+    platform: opts.platform,
+    only: opts.only,
+    skip: opts.skip,
+    timeoutMs: opts.probeTimeout,
+    verify: opts.verify,
+  });
   say(opts.json ? reportJson(report) : renderReport(report, { verbose: cmd?.parent?.opts().verbose }));
   if (report.summary.fail || (opts.strict && report.summary.warn)) throw new ExitWith(ExitCode.problems);
 }
@@ -52,8 +59,16 @@ async function profileFor(opts: PreflightCliOptions) {
   } catch (e) {
     if (!(e instanceof UsageError) || !/^unknown profile/.test(e.message) || !/\//.test(name)) throw e;
     const { prepare } = await import('../../engine/inputs.js');
-    const p = await prepare(name, { profiles: opts.profiles, set: opts.set, platform: opts.platform === 'auto' ? undefined : opts.platform, readHost: !opts.from });
-    if (!opts.json) note(`${name} has no profile of its own: checked against the profile plan and serve generate for it (${p.hostLine})`);
+    const p = await prepare(name, {
+      profiles: opts.profiles,
+      set: opts.set,
+      platform: opts.platform === 'auto' ? undefined : opts.platform,
+      readHost: !opts.from,
+    });
+    if (!opts.json)
+      note(
+        `${name} has no profile of its own: checked against the profile plan and serve generate for it (${p.hostLine})`,
+      );
     return p.profile;
   }
 }

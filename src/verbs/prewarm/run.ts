@@ -26,7 +26,10 @@ function runningNames(reg: Registry): string {
     .join('; ')}`;
 }
 
-export async function run(name: string | undefined, opts: { url?: string; model?: string; deadline?: number; rounds?: number; settleMargin?: number; json?: boolean }) {
+export async function run(
+  name: string | undefined,
+  opts: { url?: string; model?: string; deadline?: number; rounds?: number; settleMargin?: number; json?: boolean },
+) {
   let targets: Array<{ t: Target; s: PrewarmSettings }>;
   if (opts.url) {
     parseServerUrl(opts.url, '--url');
@@ -36,7 +39,8 @@ export async function run(name: string | undefined, opts: { url?: string; model?
     if (!name) throw new UsageError('prewarm what? name an instance or a profile, or --url URL', [runningNames(reg)]);
     // Each replica is warmed directly; the router has nothing to warm (and would spread the rounds).
     const found = reg.find(name).filter((x) => x.alive && x.inst.role !== 'router');
-    if (!found.length) throw new UsageError(`no running server named "${name}"`, [runningNames(reg), '--url URL prewarms any server']);
+    if (!found.length)
+      throw new UsageError(`no running server named "${name}"`, [runningNames(reg), '--url URL prewarms any server']);
     targets = found.map(({ inst }) => ({ t: targetFromInstance(inst), s: inst.prewarm ?? PrewarmBlock.parse({}) }));
   }
   const prog = progress({ quiet: opts.json });
@@ -51,7 +55,12 @@ export async function run(name: string | undefined, opts: { url?: string; model?
     targets.map(({ t, s }) =>
       prewarm(
         t,
-        { ...s, timeoutSeconds: opts.deadline ?? s.timeoutSeconds, maxRounds: opts.rounds ?? s.maxRounds, settleMargin: opts.settleMargin ?? s.settleMargin },
+        {
+          ...s,
+          timeoutSeconds: opts.deadline ?? s.timeoutSeconds,
+          maxRounds: opts.rounds ?? s.maxRounds,
+          settleMargin: opts.settleMargin ?? s.settleMargin,
+        },
         (r) => {
           const line = `${redactUrl(t.name)} round ${r.round} ${r.kind === 'prefill' ? `${r.promptTokens} tokens, 1 token out` : `decode ${r.maxTokens} tokens`}: ${r.ok ? `${r.ms} ms` : c.red(redactText(r.error ?? 'failed', secrets))}`;
           if (opts.json) return;
@@ -71,11 +80,16 @@ export async function run(name: string | undefined, opts: { url?: string; model?
       say(
         `${r.target}: ${r.error ? c.red(r.error) : c.green(`warm after ${r.rounds} round(s)`)} in ${(r.totalMs / 1000).toFixed(1)} s${r.exactLengths ? '' : ' (prompt lengths approximate: no /tokenize)'}`,
       );
-      for (const n of lens) say(`  ${String(n).padStart(5)} prompt tokens: first token cold ${r.cold[n]} ms -> warm ${r.warm[n]} ms`);
-      if (r.gpuMemory) say(`  GPU memory ${r.gpuMemory.stable ? 'stable' : 'still moving'}: ${r.gpuMemory.readings.map((x) => x.map((m) => `${m} MiB`).join('/')).join(' -> ')}`);
+      for (const n of lens)
+        say(`  ${String(n).padStart(5)} prompt tokens: first token cold ${r.cold[n]} ms -> warm ${r.warm[n]} ms`);
+      if (r.gpuMemory)
+        say(
+          `  GPU memory ${r.gpuMemory.stable ? 'stable' : 'still moving'}: ${r.gpuMemory.readings.map((x) => x.map((m) => `${m} MiB`).join('/')).join(' -> ')}`,
+        );
     }
   }
   const bad = results.filter((r) => r.error);
-  if (bad.length && bad.every((r) => /did not become healthy/.test(r.error!))) throw new UnreachableError(`${bad.length} server(s) never became healthy`);
+  if (bad.length && bad.every((r) => /did not become healthy/.test(r.error!)))
+    throw new UnreachableError(`${bad.length} server(s) never became healthy`);
   if (bad.length) throw new ProblemsFound(`${bad.length} server(s) did not warm up`);
 }

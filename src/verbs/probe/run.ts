@@ -63,7 +63,10 @@ interface ProbeTarget {
 /** A registry entry's start report, read and checked (engine/start-shape.ts): loaded where the registry is. */
 type StartShape = typeof import('../../engine/start-shape.js');
 
-/** The phases of one probe run, each its own step: flags, targets, probes, history and state, output, webhook, exit code. */
+/**
+ * The phases of one probe run, each its own step: flags, targets, probes, history and state, output, webhook, exit
+ * code.
+ */
 export async function run(names: string[], opts: ProbeCli) {
   checkFlags(opts);
   const dir = stateDir();
@@ -92,8 +95,12 @@ export async function run(names: string[], opts: ProbeCli) {
   }
   // Read without the lock for the preemption trend; changes are judged again under the lock (deliverAlerts).
   const prev: State = stateProblem ? {} : readProbeState(dir).targets;
-  const last = new Map(targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
-  const gpuHost: Host | undefined = opts.gpuFrom ? new (await import('../../host/replay.js')).ReplayHost(opts.gpuFrom) : undefined;
+  const last = new Map(
+    targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]),
+  );
+  const gpuHost: Host | undefined = opts.gpuFrom
+    ? new (await import('../../host/replay.js')).ReplayHost(opts.gpuFrom)
+    : undefined;
   const raw = await probeAll(targets, opts, prev, last, gpuHost);
   const results = redactResults(raw, targets);
   if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last, starts);
@@ -101,13 +108,19 @@ export async function run(names: string[], opts: ProbeCli) {
   stateProblem = saved.stateProblem;
   const delivery = saved.delivery;
   for (const line of render(results, opts)) say(line);
-  if (delivery && !delivery.ok) note(`alert webhook: ${delivery.why}; ${delivery.alerts} alert(s) not delivered${stateProblem ? '' : `, ${delivery.pending} kept for the next run`}`);
+  if (delivery && !delivery.ok)
+    note(
+      `alert webhook: ${delivery.why}; ${delivery.alerts} alert(s) not delivered${stateProblem ? '' : `, ${delivery.pending} kept for the next run`}`,
+    );
   if (opts.prometheus) {
     // --gpu-hour-price was parsed (a price above 0) before the verb ran.
     const flagPrice = opts.gpuHourPrice;
-    const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
+    const priced = targets
+      .map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd }))
+      .filter((x) => x.price);
     const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
-    const costs = opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>);
+    const costs =
+      opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>);
     writePrometheus(
       opts.prometheus,
       results,
@@ -127,10 +140,13 @@ export async function run(names: string[], opts: ProbeCli) {
   }
   // An alert that did not arrive is a problem someone must see, even when every target is healthy.
   const code = verdictCode(results) || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
-  // The verdict is printed; a state folder that cannot be written is said after it (exit 2 unless the verdict is worse news).
+  // The verdict is printed; a state folder that cannot be written is said after it (exit 2 unless the verdict is worse
+  // news).
   if (stateProblem) {
     const e = stateProblem as Error & { details?: string[] };
-    note(`sparkctl: the probe state was not saved: ${e.message}${e.details?.length ? ` (${e.details.join('; ')})` : ''}`);
+    note(
+      `sparkctl: the probe state was not saved: ${e.message}${e.details?.length ? ` (${e.details.join('; ')})` : ''}`,
+    );
     throw new ExitWith(code || ExitCode.badInput);
   }
   if (code) throw new ExitWith(code);
@@ -138,19 +154,27 @@ export async function run(names: string[], opts: ProbeCli) {
 
 /** Bad flags are exit 2 before any target is contacted or any history is written. */
 function checkFlags(opts: ProbeCli) {
-  if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
+  if (opts.client && !['claude-code', 'openai'].includes(opts.client))
+    throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
   for (const u of opts.url) parseServerUrl(u, '--url');
   if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
   // The textfile's place is checked before any target is contacted or any history is written.
   if (opts.prometheus !== undefined) {
     // The folder is not made: node_exporter must be able to read it, so its owner and mode are the operator's to set.
     // A file there that is not the one this probe wrote last (by sparkctl's own record) is not ours to replace.
-    checkNewFile(opts.prometheus, '--prometheus', { force: opts.force || wroteItLast(stateDir(), opts.prometheus), fix: PROM_FIX });
+    checkNewFile(opts.prometheus, '--prometheus', {
+      force: opts.force || wroteItLast(stateDir(), opts.prometheus),
+      fix: PROM_FIX,
+    });
   }
 }
 
 /** --url targets, then multi-node servers (serve --nodes) by profile name or --all, then registered instances. */
-export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'all' | 'model'>, reg: Registry | undefined): ProbeTarget[] {
+export function resolveTargets(
+  names: string[],
+  opts: Pick<ProbeCli, 'url' | 'all' | 'model'>,
+  reg: Registry | undefined,
+): ProbeTarget[] {
   const targets: ProbeTarget[] = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: probeDefaults() });
   // every registered server, read once
@@ -164,7 +188,10 @@ export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'al
     ? onHost(servers)
     : names.flatMap((n) => {
         const f = named(servers, n);
-        if (reg && !f.length) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
+        if (reg && !f.length)
+          throw new UsageError(`no server named "${n}" is registered`, [
+            'sparkctl status lists them; --url URL probes any server',
+          ]);
         return onHost(f);
       });
   for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: probeDefaults() });
@@ -175,14 +202,25 @@ export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'al
   for (const [profile, at] of routed) {
     if (insts.some(({ inst, alive }) => inst.profile === profile && inst.role === 'router' && alive)) continue;
     const host = at.host === '0.0.0.0' ? '127.0.0.1' : at.host;
-    const t = { ...targetFromUrl(`http://${host.includes(':') ? `[${host}]` : host}:${at.port}`), name: `${profile}-router` };
+    const t = {
+      ...targetFromUrl(`http://${host.includes(':') ? `[${host}]` : host}:${at.port}`),
+      name: `${profile}-router`,
+    };
     targets.push({ t, s: probeDefaults(), routerDown: { profile, host, port: at.port } });
   }
   return targets;
 }
 
-/** A router with no live entry: unhealthy, saying whether its port refuses connections (nothing is sent but a TCP connect). */
-async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>, url: string, name: string, timeoutMs = 2000): Promise<ProbeResult> {
+/**
+ * A router with no live entry: unhealthy, saying whether its port refuses connections (nothing is sent but a TCP
+ * connect).
+ */
+async function judgeRouterDown(
+  d: NonNullable<ProbeTarget['routerDown']>,
+  url: string,
+  name: string,
+  timeoutMs = 2000,
+): Promise<ProbeResult> {
   const t0 = performance.now();
   const { connect } = await import('node:net');
   const answered = await new Promise<string | undefined>((resolve) => {
@@ -193,13 +231,21 @@ async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>, url: s
     };
     sock.setTimeout(timeoutMs, () => done(`does not answer within ${timeoutMs} ms`));
     sock.once('connect', () => done(undefined));
-    sock.once('error', (e: NodeJS.ErrnoException) => done(e.code === 'ECONNREFUSED' ? 'refuses connections' : `cannot be reached (${e.code ?? e.message})`));
+    sock.once('error', (e: NodeJS.ErrnoException) =>
+      done(e.code === 'ECONNREFUSED' ? 'refuses connections' : `cannot be reached (${e.code ?? e.message})`),
+    );
   });
   const why = answered
     ? `router down: no live HAProxy for profile ${d.profile} and the profile's port ${d.port} ${answered}`
     : `router down: no live HAProxy for profile ${d.profile} is registered, yet something else answers on the profile's port ${d.port}`;
   const ms = Math.round(performance.now() - t0);
-  return { target: name, url, state: 'unhealthy', steps: [{ step: 'router', status: 'fail', detail: `${why}; fix: sparkctl restart ${d.profile}`, ms }], ms };
+  return {
+    target: name,
+    url,
+    state: 'unhealthy',
+    steps: [{ step: 'router', status: 'fail', detail: `${why}; fix: sparkctl restart ${d.profile}`, ms }],
+    ms,
+  };
 }
 
 /**
@@ -207,14 +253,23 @@ async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>, url: s
  * stacks probes: a target that has not answered by then is recorded as unreachable, and its
  * request in flight is cancelled.
  */
-async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>, gpuHost?: Host): Promise<ProbeResult[]> {
+async function probeAll(
+  targets: ProbeTarget[],
+  opts: ProbeCli,
+  prev: State,
+  last: Map<string, { xidT?: number } | undefined>,
+  gpuHost?: Host,
+): Promise<ProbeResult[]> {
   const longest = Math.max(...targets.map(({ s }) => opts.stepTimeout ?? s.timeoutMs));
   // --client without --step-timeout: the client's request gets its own, longer deadline (a long prefill
   // is no fault), and the run's default deadline makes room for it.
   const clientMs = opts.client ? (opts.stepTimeout ?? CLIENT_STEP_MS) : undefined;
   // Every step's deadline fits a timer (at most 24 days), but their sum need not: a timer past
   // 2^31-1 ms fires at once, and the probe would end before it began.
-  const deadlineMs = Math.min(opts.deadline ?? longest * STEPS + (clientMs !== undefined && opts.stepTimeout === undefined ? clientMs : 0), MAX_DURATION_MS);
+  const deadlineMs = Math.min(
+    opts.deadline ?? longest * STEPS + (clientMs !== undefined && opts.stepTimeout === undefined ? clientMs : 0),
+    MAX_DURATION_MS,
+  );
   return Promise.all(
     targets.map(({ t, s, routerDown }) => {
       if (routerDown) return judgeRouterDown(routerDown, t.url, t.name);
@@ -230,7 +285,9 @@ async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, las
         gpus: t.engine === 'vllm' && t.instance?.role !== 'router',
         gpuHost,
         lastXidT: last.get(redactUrl(t.url))?.xidT,
-      }).then(async (r) => (t.instance?.role === 'router' ? (await import('../../router/probe.js')).probeRouter(t.instance, r) : r)); // a router's own checks load only for a router
+      }).then(async (r) =>
+        t.instance?.role === 'router' ? (await import('../../router/probe.js')).probeRouter(t.instance, r) : r,
+      ); // a router's own checks load only for a router
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<ProbeResult>((resolve) => {
         timer = setTimeout(() => {
@@ -239,7 +296,14 @@ async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, las
             target: t.name,
             url: t.url,
             state: 'unreachable',
-            steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline (${deadlineMs} ms)`, ms: Math.round(performance.now() - started) }],
+            steps: [
+              {
+                step: 'live',
+                status: 'fail',
+                detail: `the probe did not finish within --deadline (${deadlineMs} ms)`,
+                ms: Math.round(performance.now() - started),
+              },
+            ],
             ms: Math.round(performance.now() - started),
           });
         }, deadlineMs);
@@ -256,11 +320,22 @@ async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, las
  */
 export function redactResults(raw: ProbeResult[], targets: ProbeTarget[]): ProbeResult[] {
   const secrets = knownSecrets(targets.map(({ t }) => t.apiKey));
-  return raw.map((r) => ({ ...r, target: redactUrl(r.target), url: redactUrl(r.url), steps: r.steps.map((x) => ({ ...x, detail: redactText(x.detail, secrets) })) }));
+  return raw.map((r) => ({
+    ...r,
+    target: redactUrl(r.target),
+    url: redactUrl(r.url),
+    steps: r.steps.map((x) => ({ ...x, detail: redactText(x.detail, secrets) })),
+  }));
 }
 
 /** One history sample per target per run (cost and report read it); a failed append is said, never fatal. */
-function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget[], last: Map<string, { xidT?: number } | undefined>, starts: StartShape | undefined) {
+function recordHistory(
+  dir: string,
+  results: ProbeResult[],
+  targets: ProbeTarget[],
+  last: Map<string, { xidT?: number } | undefined>,
+  starts: StartShape | undefined,
+) {
   const at = new Date();
   for (const [k, r] of results.entries()) {
     const t = targets[k]!.t;
@@ -289,13 +364,30 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
 
 /** What the run prints: one envelope (--json), or a line per target (--quiet: the unhealthy only). */
 export function render(results: ProbeResult[], opts: Pick<ProbeCli, 'json' | 'quiet'>): string[] {
-  if (opts.json) return [envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) })];
+  if (opts.json)
+    return [
+      envelope('probe', {
+        results: results.map(({ vllm: _v, ...r }) => ({
+          ...r,
+          gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples },
+        })),
+      }),
+    ];
   const lines: string[] = [];
   for (const r of results) {
     if (opts.quiet && (r.state === 'healthy' || r.state === 'sleeping')) continue;
     const bad = r.steps.filter((s) => s.status === 'fail' || s.status === 'warn');
-    const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'sleeping' ? c.bold('sleeping') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
-    const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; ${generationWords(r)}`;
+    const mark =
+      r.state === 'healthy'
+        ? c.green('healthy')
+        : r.state === 'sleeping'
+          ? c.bold('sleeping')
+          : r.state === 'unhealthy'
+            ? c.red('UNHEALTHY')
+            : c.red('UNREACHABLE');
+    const detail = bad.length
+      ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ')
+      : `${r.steps.map((s) => s.step).join(', ')} ok; ${generationWords(r)}`;
     lines.push(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
   }
   return lines;
@@ -310,13 +402,24 @@ function generationWords(r: ProbeResult): string {
 
 /** 3 when any target is unreachable, else 1 when any is unhealthy, else 0. */
 export function verdictCode(results: Pick<ProbeResult, 'state'>[]): ExitCode {
-  return results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
+  return results.some((r) => r.state === 'unreachable')
+    ? ExitCode.unreachable
+    : results.some((r) => r.state === 'unhealthy')
+      ? ExitCode.problems
+      : ExitCode.ok;
 }
 
 /** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
-async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price: number }>, now = Date.now()): Promise<string[]> {
+async function costGauges(
+  dir: string,
+  priced: Array<{ t: InstanceTarget; price: number }>,
+  now = Date.now(),
+): Promise<string[]> {
   if (!priced.length) return [];
-  const [{ computeCost }, { readHistory }] = await Promise.all([import('../../history/cost.js'), import('../../history/read.js')]);
+  const [{ computeCost }, { readHistory }] = await Promise.all([
+    import('../../history/cost.js'),
+    import('../../history/read.js'),
+  ]);
   // one group per family: the exposition format wants a family's samples together
   const per1k: string[] = [];
   const hours: string[] = [];
@@ -331,9 +434,15 @@ async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price:
     ] as const) {
       if (!b) continue;
       hours.push(`sparkctl_cost_gpu_hours_24h{target="${esc(t.name)}",basis="${basis}"} ${b.gpuHours.toFixed(4)}`);
-      if (b.per1K !== undefined) per1k.push(`sparkctl_cost_usd_per_1k_tokens_24h{target="${esc(t.name)}",basis="${basis}"} ${b.per1K.toFixed(6)}`);
+      if (b.per1K !== undefined)
+        per1k.push(
+          `sparkctl_cost_usd_per_1k_tokens_24h{target="${esc(t.name)}",basis="${basis}"} ${b.per1K.toFixed(6)}`,
+        );
     }
-    tokens.push(`sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="prompt"} ${r.tokens.prompt}`, `sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="generation"} ${r.tokens.generation}`);
+    tokens.push(
+      `sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="prompt"} ${r.tokens.prompt}`,
+      `sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="generation"} ${r.tokens.generation}`,
+    );
   }
   if (!tokens.length) return [];
   return [
@@ -374,25 +483,46 @@ function bootOf(t: Pick<InstanceTarget, 'instance' | 'cluster'>, starts: StartSh
  * ended after the launch (s), the seconds to ready and to the first token by sparkctl's clock, and
  * the compile cache's verdict. Nothing for a target without a measured start.
  */
-function startGauges(targets: Array<Pick<InstanceTarget, 'name' | 'instance' | 'cluster'>>, starts: StartShape | undefined): string[] {
-  const boots = targets.map((t) => ({ name: t.name, b: bootOf(t, starts) })).filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
+function startGauges(
+  targets: Array<Pick<InstanceTarget, 'name' | 'instance' | 'cluster'>>,
+  starts: StartShape | undefined,
+): string[] {
+  const boots = targets
+    .map((t) => ({ name: t.name, b: bootOf(t, starts) }))
+    .filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
   if (!boots.length) return [];
   const tl = (n: string) => `target="${esc(n)}"`;
   return [
     "# HELP sparkctl_start_launch_timestamp_seconds When sparkctl launched the server's current process or container.",
     '# TYPE sparkctl_start_launch_timestamp_seconds gauge',
-    ...boots.map(({ name, b }) => `sparkctl_start_launch_timestamp_seconds{${tl(name)}} ${(Date.parse(b.at) / 1000).toFixed(3)}`),
+    ...boots.map(
+      ({ name, b }) => `sparkctl_start_launch_timestamp_seconds{${tl(name)}} ${(Date.parse(b.at) / 1000).toFixed(3)}`,
+    ),
     '# HELP sparkctl_start_phase_seconds Seconds after the launch when each phase of the last start ended (process, files, weights, compile, kv-cache, cuda-graphs, engine, api, first-token).',
     '# TYPE sparkctl_start_phase_seconds gauge',
-    ...boots.flatMap(({ name, b }) => Object.entries(b.ph ?? {}).map(([phase, v]) => `sparkctl_start_phase_seconds{${tl(name)},phase="${esc(phase)}"} ${v}`)),
+    ...boots.flatMap(({ name, b }) =>
+      Object.entries(b.ph ?? {}).map(
+        ([phase, v]) => `sparkctl_start_phase_seconds{${tl(name)},phase="${esc(phase)}"} ${v}`,
+      ),
+    ),
     "# HELP sparkctl_start_ready_seconds Seconds from the launch until the API answered (sparkctl's clock).",
     '# TYPE sparkctl_start_ready_seconds gauge',
-    ...boots.filter(({ b }) => b.ready !== undefined).map(({ name, b }) => `sparkctl_start_ready_seconds{${tl(name)}} ${b.ready}`),
+    ...boots
+      .filter(({ b }) => b.ready !== undefined)
+      .map(({ name, b }) => `sparkctl_start_ready_seconds{${tl(name)}} ${b.ready}`),
     '# HELP sparkctl_start_first_token_seconds Seconds from the launch until the first generated token came back.',
     '# TYPE sparkctl_start_first_token_seconds gauge',
-    ...boots.filter(({ b }) => b.first !== undefined).map(({ name, b }) => `sparkctl_start_first_token_seconds{${tl(name)}} ${b.first}`),
+    ...boots
+      .filter(({ b }) => b.first !== undefined)
+      .map(({ name, b }) => `sparkctl_start_first_token_seconds{${tl(name)}} ${b.first}`),
     '# HELP sparkctl_start_compile_cache 1 for the compile cache verdict of the last start (hit, miss, off), as vLLM or torch logged it.',
     '# TYPE sparkctl_start_compile_cache gauge',
-    ...boots.filter(({ b }) => b.compile).flatMap(({ name, b }) => (['hit', 'miss', 'off'] as const).map((c) => `sparkctl_start_compile_cache{${tl(name)},cache="${c}"} ${b.compile === c ? 1 : 0}`)),
+    ...boots
+      .filter(({ b }) => b.compile)
+      .flatMap(({ name, b }) =>
+        (['hit', 'miss', 'off'] as const).map(
+          (c) => `sparkctl_start_compile_cache{${tl(name)},cache="${c}"} ${b.compile === c ? 1 : 0}`,
+        ),
+      ),
   ];
 }

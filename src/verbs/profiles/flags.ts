@@ -49,20 +49,32 @@ export default createCommand({
         ['--gpus <n>', "the host's GPU count (default: read from this host)", countArg('--gpus')],
         ['--gpu-memory <size>', 'memory of one GPU, e.g. 141GB (default: read from this host)'],
         ['--platform <name>', "a platform baseline's GPUs instead of this host's"],
-        ['--nodes <file>', 'one server over every GPU of the nodes in FILE (two Sparks: TP 2 over both), as serve --nodes runs it'],
+        [
+          '--nodes <file>',
+          'one server over every GPU of the nodes in FILE (two Sparks: TP 2 over both), as serve --nodes runs it',
+        ],
       ],
-      description: "write a commented profile for a model from its config.json and this host's GPUs (or a nodes file's)",
+      description:
+        "write a commented profile for a model from its config.json and this host's GPUs (or a nodes file's)",
       help: '\nExamples:\n  sparkctl profiles init Qwen/Qwen3-8B --out profiles/qwen3-8b.yaml\n  sparkctl profiles init openai/gpt-oss-120b --nodes sparks.yaml --out profiles/gpt-oss-2x.yaml   two Sparks',
       handler: lazy(load, (m) => m.init),
     }),
     createCommand({
       name: 'import',
-      args: [['<recipe>', 'a sparkrun recipe: a .yaml file, an https:// URL of one (raw.githubusercontent.com/...), or @registry/name with --registry DIR']],
+      args: [
+        [
+          '<recipe>',
+          'a sparkrun recipe: a .yaml file, an https:// URL of one (raw.githubusercontent.com/...), or @registry/name with --registry DIR',
+        ],
+      ],
       options: [
         ['--out <file>', 'write the profile here (default: stdout, the report on stderr); an existing file is refused'],
         ['--force', 'with --out: replace an existing file (never a link)'],
         ['--name <name>', "the profile's name (default: the --out file's name, else the recipe's)"],
-        ['--vllm-version <version>', "check vLLM options that have no profile field against this version's flag table (default: what the image's tag states, else the newest table)"],
+        [
+          '--vllm-version <version>',
+          "check vLLM options that have no profile field against this version's flag table (default: what the image's tag states, else the newest table)",
+        ],
         ['--gpus <n>', 'plan for this many GPUs (default: read from this host)', countArg('--gpus')],
         ['--gpu-memory <size>', 'memory of one GPU, e.g. 128GB (default: read from this host)'],
         ['--platform <name>', "plan for a platform baseline's GPUs instead of this host's"],
@@ -73,10 +85,14 @@ export default createCommand({
           collect,
           [],
         ],
-        ['--registry <dir>', 'where an @registry/name recipe is looked up: a checkout of a sparkrun registry (git clone https://github.com/spark-arena/recipe-registry); nothing is fetched'],
+        [
+          '--registry <dir>',
+          'where an @registry/name recipe is looked up: a checkout of a sparkrun registry (git clone https://github.com/spark-arena/recipe-registry); nothing is fetched',
+        ],
         ['--json', 'machine-readable output'],
       ],
-      description: 'turn a sparkrun recipe into a profile: every key mapped or reported, then validated and planned for this host',
+      description:
+        'turn a sparkrun recipe into a profile: every key mapped or reported, then validated and planned for this host',
       help: `
 Every key of the recipe is either mapped to a profile field (vLLM options without a field go to
 engine.extraArgs when the target vLLM's flag table accepts them) or reported with why and what to

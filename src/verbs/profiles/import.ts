@@ -3,7 +3,13 @@
 import yaml from 'js-yaml';
 import { readRecipe, parseRecipeYaml, type RecipeSource } from '../../profiles/import/source.js';
 import { importRecipe, profileNameFor, recipeImage, type RecipeImport } from '../../profiles/import/recipe.js';
-import { flagTableFor, importVerdict, profileText, type FlagTable, type ImportVerdict } from '../../profiles/import/result.js';
+import {
+  flagTableFor,
+  importVerdict,
+  profileText,
+  type FlagTable,
+  type ImportVerdict,
+} from '../../profiles/import/result.js';
 import { parseProfile } from '../../profiles/load.js';
 import { PROFILE_NAME_MAX, type Profile } from '../../profiles/schema.js';
 import { formatProblem } from '../../profiles/problem.js';
@@ -60,7 +66,13 @@ export async function run(source: string, opts: ImportFlags) {
   const label = opts.out ?? `(imported from ${src.source})`;
   // plan: what is written must load as any profile does (the same parse, every problem at once), then plan here
   const profile = parseProfile(yaml.load(text), label);
-  const p = await prepare(label, { loaded: { profile, file: label }, gpus: opts.gpus, platform: opts.platform, gpuMemoryBytes, vllmBin: opts.vllmBin });
+  const p = await prepare(label, {
+    loaded: { profile, file: label },
+    gpus: opts.gpus,
+    platform: opts.platform,
+    gpuMemoryBytes,
+    vllmBin: opts.vllmBin,
+  });
   const plan = p.model ? planMemory(p.profile, p.host.gpuMemoryBytes, p.model.facts) : undefined;
   const verdict = importVerdict(profile, p.problems);
   // act: write a valid profile, then report
@@ -77,11 +89,15 @@ export async function run(source: string, opts: ImportFlags) {
 function checkFlags(source: string, opts: ImportFlags): string {
   if (opts.out !== undefined) checkNewFile(opts.out, '--out', { force: opts.force });
   if (opts.vllmVersion !== undefined && !isPep440(opts.vllmVersion))
-    throw new UsageError(`--vllm-version ${JSON.stringify(opts.vllmVersion)}: not a vLLM version`, ['a version such as 0.17.0 (the flag tables decide which extra arguments are accepted)']);
+    throw new UsageError(`--vllm-version ${JSON.stringify(opts.vllmVersion)}: not a vLLM version`, [
+      'a version such as 0.17.0 (the flag tables decide which extra arguments are accepted)',
+    ]);
   // a profile is found by its file name: with --out, the file names it
   const name = opts.name ?? profileNameFor(opts.out ?? source);
   if (name.length > PROFILE_NAME_MAX || !/^[a-z0-9][a-z0-9._-]*$/.test(name))
-    throw new UsageError(`--name ${JSON.stringify(name)}: not a profile name`, [`lower-case letters, digits, . _ - (starting with a letter or digit), at most ${PROFILE_NAME_MAX} characters`]);
+    throw new UsageError(`--name ${JSON.stringify(name)}: not a profile name`, [
+      `lower-case letters, digits, . _ - (starting with a letter or digit), at most ${PROFILE_NAME_MAX} characters`,
+    ]);
   return name;
 }
 
@@ -114,12 +130,21 @@ function printImport(x: Imported, outFile: string | undefined): void {
   report(out, x.src, r, x.flags.version, x.flags.why);
   out(c.dim(`planned for ${p.hostLine}; vLLM: ${p.vllm.note}`));
   if (plan && p.model) out(planLine(plan));
-  else out(`plan: ${c.yellow('not made')}: ${planBlocked ? formatProblem(planBlocked) : 'no model facts'}; then: sparkctl plan ${outFile ?? 'FILE'}`);
-  for (const pr of p.problems.filter((y) => y !== planBlocked)) out(`${pr.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(pr)}`);
+  else
+    out(
+      `plan: ${c.yellow('not made')}: ${planBlocked ? formatProblem(planBlocked) : 'no model facts'}; then: sparkctl plan ${outFile ?? 'FILE'}`,
+    );
+  for (const pr of p.problems.filter((y) => y !== planBlocked))
+    out(`${pr.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(pr)}`);
   if (p.hostNote) out(c.dim(`note: ${p.hostNote}`));
-  if (x.written) out(`wrote ${outFile}: profile ${x.profile.name} (${r.mapped.length} key(s) imported, ${r.unmapped.length} not)`);
-  else if (errors.length) out(`${c.red('not written')}: the profile has ${errors.length} error(s) above; fix them in the recipe, or import without --out and edit the profile`);
-  if (!errors.length && hostErrors.length) out(`${c.yellow('this host cannot serve it as planned')}: ${hostErrors.length} error(s) above`);
+  if (x.written)
+    out(`wrote ${outFile}: profile ${x.profile.name} (${r.mapped.length} key(s) imported, ${r.unmapped.length} not)`);
+  else if (errors.length)
+    out(
+      `${c.red('not written')}: the profile has ${errors.length} error(s) above; fix them in the recipe, or import without --out and edit the profile`,
+    );
+  if (!errors.length && hostErrors.length)
+    out(`${c.yellow('this host cannot serve it as planned')}: ${hostErrors.length} error(s) above`);
   if (outFile === undefined && !errors.length) process.stdout.write(x.text);
 }
 
@@ -132,8 +157,16 @@ function planLine(plan: MemoryPlan): string {
   return `plan: weights ${g(plan.weightsPerGpuBytes)} per GPU of ${g(plan.gpuMemoryBytes)} (share ${plan.gpuMemoryUtilization}), ${kv}; fits ${plan.fits ? c.green('yes') : c.red('no')}`;
 }
 
-function report(out: (line: string) => void, src: RecipeSource, r: RecipeImport, flagsFor: string, flagsWhy: string): void {
-  out(`${c.bold('recipe')} ${src.source} (sha256 ${src.sha256.slice(0, 16)}..., ${src.bytes} bytes) -> profile ${String(r.profile.name)}`);
+function report(
+  out: (line: string) => void,
+  src: RecipeSource,
+  r: RecipeImport,
+  flagsFor: string,
+  flagsWhy: string,
+): void {
+  out(
+    `${c.bold('recipe')} ${src.source} (sha256 ${src.sha256.slice(0, 16)}..., ${src.bytes} bytes) -> profile ${String(r.profile.name)}`,
+  );
   out(
     table(
       r.mapped.map((m) => [m.key, m.value, m.field]),

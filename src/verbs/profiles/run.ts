@@ -1,6 +1,13 @@
 import { factsUnknown } from '../../profiles/import/result.js';
 import { zodToJsonSchema } from 'zod-to-json-schema';
-import { listProfiles, loadProfile, loadProfileFile, parseProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
+import {
+  listProfiles,
+  loadProfile,
+  loadProfileFile,
+  parseProfile,
+  loadPlatform,
+  DEFAULT_PLATFORM,
+} from '../../profiles/load.js';
 import { hostFromPlatform, type HostShape } from '../../profiles/validate.js';
 import { formatProblem } from '../../profiles/problem.js';
 import { prepare, type Prepared } from '../../engine/inputs.js';
@@ -17,9 +24,23 @@ export async function list(opts: { profiles?: string; json?: boolean }) {
   const rows = listProfiles(opts.profiles).map((s) => {
     try {
       const { profile } = loadProfileFile(s.file);
-      return { name: s.name, file: s.file, builtin: s.builtin, description: profile.description, platform: profile.platform ?? null, valid: true };
+      return {
+        name: s.name,
+        file: s.file,
+        builtin: s.builtin,
+        description: profile.description,
+        platform: profile.platform ?? null,
+        valid: true,
+      };
     } catch (e) {
-      return { name: s.name, file: s.file, builtin: s.builtin, description: `invalid: ${(e as Error).message}`, platform: null, valid: false };
+      return {
+        name: s.name,
+        file: s.file,
+        builtin: s.builtin,
+        description: `invalid: ${(e as Error).message}`,
+        platform: null,
+        valid: false,
+      };
     }
   });
   if (opts.json) return say(envelope('profiles', { profiles: rows }));
@@ -49,7 +70,8 @@ export async function validate(file: string, opts: { gpus?: number; json?: boole
     // A profile written for several nodes (two Sparks) is checked against the nodes it declares,
     // not against this one host: a file is valid or not wherever it is read.
     const host = opts.gpus === undefined ? declaredNodes(loaded.profile) : undefined;
-    if (host) nodesNote = `checked for the ${host.nodes} nodes x ${host.gpusPerNode} GPU(s) the profile declares (parallel.nodes); sparkctl plan ${loaded.profile.name} --nodes FILE checks real nodes`;
+    if (host)
+      nodesNote = `checked for the ${host.nodes} nodes x ${host.gpusPerNode} GPU(s) the profile declares (parallel.nodes); sparkctl plan ${loaded.profile.name} --nodes FILE checks real nodes`;
     r = resolveLoaded(loaded, { gpus: opts.gpus, host, modelRead: await readModelFor(loaded.profile) });
   } catch (e) {
     // Schema problems (with the cross-field ones that need no host) in the same report and format.
@@ -69,19 +91,37 @@ export async function validate(file: string, opts: { gpus?: number; json?: boole
   const unchecked = r.problems.filter(factsUnknown);
   const problems = r.problems.filter((p) => !factsUnknown(p));
   const errors = problems.filter((p) => p.severity === 'error');
-  const couldNotCheck = unchecked.map((p) => `the plan (weights, KV cache and max model len against this host's GPUs): ${formatProblem(p)}`);
-  if (opts.json) say(envelope('validation', { file, valid: errors.length === 0, problems: problems.map(formatProblem), couldNotCheck }));
+  const couldNotCheck = unchecked.map(
+    (p) => `the plan (weights, KV cache and max model len against this host's GPUs): ${formatProblem(p)}`,
+  );
+  if (opts.json)
+    say(
+      envelope('validation', {
+        file,
+        valid: errors.length === 0,
+        problems: problems.map(formatProblem),
+        couldNotCheck,
+      }),
+    );
   else {
-    for (const p of problems) say(`${p.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(p)}`);
+    for (const p of problems)
+      say(`${p.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(p)}`);
     for (const x of couldNotCheck) say(`${c.yellow('could not check')}: ${x}`);
     const note = nodesNote ?? r.hostNote;
     if (note) say(c.dim(`note: ${note}`));
-    say(errors.length ? `${file}: ${errors.length} error(s)` : `${file}: valid${couldNotCheck.length ? ' as far as it could be checked (above: what could not be, and how to fetch it)' : ''}`);
+    say(
+      errors.length
+        ? `${file}: ${errors.length} error(s)`
+        : `${file}: valid${couldNotCheck.length ? ' as far as it could be checked (above: what could not be, and how to fetch it)' : ''}`,
+    );
   }
   if (errors.length) throw new ExitWith(ExitCode.badInput);
 }
 
-/** The host shape of the nodes a multi-node profile declares (parallel.nodes x gpusPerNode, the platform's GPUs); undefined for one node. */
+/**
+ * The host shape of the nodes a multi-node profile declares (parallel.nodes x gpusPerNode, the platform's GPUs);
+ * undefined for one node.
+ */
 function declaredNodes(p: Profile): HostShape | undefined {
   if (p.parallel.nodes <= 1) return undefined;
   const base = hostFromPlatform(loadPlatform(p.platform ?? DEFAULT_PLATFORM));
@@ -128,7 +168,9 @@ function initYaml(r: Prepared, model: string): string {
           `  executor: ${p.parallel.executor}                 # mp: vLLM's own multi-node launch (--nnodes); ray: a Ray cluster`,
           '  replicas: 1',
         ]
-      : [`  replicas: ${p.parallel.replicas}                  # ${r.generated!.why.find((w) => w.includes('replica')) ?? ''}; replica i listens on port + i`]),
+      : [
+          `  replicas: ${p.parallel.replicas}                  # ${r.generated!.why.find((w) => w.includes('replica')) ?? ''}; replica i listens on port + i`,
+        ]),
     'server:',
     `  port: ${p.server.port}`,
     '',
@@ -136,10 +178,23 @@ function initYaml(r: Prepared, model: string): string {
   return lines.join('\n');
 }
 
-export async function init(model: string, opts: { out?: string; force?: boolean; gpus?: number; gpuMemory?: string; platform?: string; json?: boolean; nodes?: string }) {
+export async function init(
+  model: string,
+  opts: {
+    out?: string;
+    force?: boolean;
+    gpus?: number;
+    gpuMemory?: string;
+    platform?: string;
+    json?: boolean;
+    nodes?: string;
+  },
+) {
   if (opts.out !== undefined) checkNewFile(opts.out, '--out', { force: opts.force });
   // --nodes: one server over every GPU of the nodes (two Sparks: TP 2), as serve MODEL --nodes runs it
-  const cluster = opts.nodes ? await (await import('../cluster-inputs.js')).clusterInputs(model, { platform: opts.platform, nodes: opts.nodes }) : undefined;
+  const cluster = opts.nodes
+    ? await (await import('../cluster-inputs.js')).clusterInputs(model, { platform: opts.platform, nodes: opts.nodes })
+    : undefined;
   const read = await prepare(model, {
     gpus: opts.gpus,
     platform: opts.platform ?? cluster?.platform,
@@ -149,7 +204,10 @@ export async function init(model: string, opts: { out?: string; force?: boolean;
     host: cluster?.host,
   });
   const r = cluster?.generated ? { ...read, generated: cluster.generated } : read;
-  if (!r.generated || !r.model) throw new UsageError(`${model} is already a profile`, ['give a model: a Hugging Face id or a folder with config.json']);
+  if (!r.generated || !r.model)
+    throw new UsageError(`${model} is already a profile`, [
+      'give a model: a Hugging Face id or a folder with config.json',
+    ]);
   const text = initYaml(r, model);
   // What is written must load and validate as any profile does.
   parseProfile(yaml.load(text), opts.out ?? '(profiles init)');
@@ -157,6 +215,8 @@ export async function init(model: string, opts: { out?: string; force?: boolean;
   if (errors.length) throw new UsageError(`no profile for ${model} fits this host`, errors.map(formatProblem));
   if (opts.out) {
     writeNewFile(opts.out, text, '--out', { force: opts.force });
-    say(`wrote ${opts.out}: TP ${r.profile.parallel.tensor}, ${r.profile.parallel.replicas} replica(s), max model len ${r.profile.engine.maxModelLen}`);
+    say(
+      `wrote ${opts.out}: TP ${r.profile.parallel.tensor}, ${r.profile.parallel.replicas} replica(s), max model len ${r.profile.engine.maxModelLen}`,
+    );
   } else process.stdout.write(text);
 }

@@ -4,10 +4,17 @@ import { countArg } from '../args.js';
 export default createCommand({
   name: 'pull',
   args: [['<model>', 'a Hugging Face model id (ORG/NAME) or a profile whose model.id (and model.revision) to fetch']],
-  description: 'download a model into the Hugging Face cache: the files vLLM loads, SHA-256 verified, resumable, readable offline',
+  description:
+    'download a model into the Hugging Face cache: the files vLLM loads, SHA-256 verified, resumable, readable offline',
   options: [
-    ['--revision <rev>', "branch, tag or commit (default: the profile's model.revision, else main); resolved to a commit once and recorded in refs/"],
-    ['--config-only', 'only the config, tokenizer and generation files (what plan, profiles init and serve --dry-run read)'],
+    [
+      '--revision <rev>',
+      "branch, tag or commit (default: the profile's model.revision, else main); resolved to a commit once and recorded in refs/",
+    ],
+    [
+      '--config-only',
+      'only the config, tokenizer and generation files (what plan, profiles init and serve --dry-run read)',
+    ],
     ['--jobs <n>', 'files fetched at once', countArg('--jobs'), 8],
     [
       '--nodes <file>',

@@ -25,8 +25,12 @@ export async function run(model: string, opts: PullOptions & { nodes?: string })
     files: result.files,
     onNode: (r) => {
       if (opts.json) return;
-      if (r.status === 'matched') note(`${c.green('ok')} ${r.node} (${r.address}): already holds ${result.commit.slice(0, 12)}, nothing copied`);
-      else if (r.status === 'copied') note(`${c.green('ok')} ${r.node} (${r.address}): copied ${r.blobs} blob(s), ${formatBytes(r.bytes)}, by ${r.via}`);
+      if (r.status === 'matched')
+        note(`${c.green('ok')} ${r.node} (${r.address}): already holds ${result.commit.slice(0, 12)}, nothing copied`);
+      else if (r.status === 'copied')
+        note(
+          `${c.green('ok')} ${r.node} (${r.address}): copied ${r.blobs} blob(s), ${formatBytes(r.bytes)}, by ${r.via}`,
+        );
       else note(`${c.red('fail')} ${r.node} (${r.address}): ${r.why}`);
     },
   });
@@ -38,7 +42,9 @@ export async function run(model: string, opts: PullOptions & { nodes?: string })
     throw new ProblemsFound(
       [
         failed.length ? `${failed.length} of ${nodes.length} node(s) do not hold ${repo}@${result.commit}` : '',
-        imageFailed.length ? `${imageFailed.length} of ${image!.nodes.length} node(s) do not hold the image ${image!.ref}` : '',
+        imageFailed.length
+          ? `${imageFailed.length} of ${image!.nodes.length} node(s) do not hold the image ${image!.ref}`
+          : '',
       ]
         .filter(Boolean)
         .join('; '),
@@ -58,17 +64,22 @@ async function imageToNodes(model: string, opts: PullOptions, nf: NonNullable<Re
   const cliArgs = containerCliArgs(profile);
   const here = await localImage({ cli, cliArgs, image: ref });
   if ('error' in here)
-    throw new UsageError(`container.image ${ref} is not in ${cli}'s storage here, so it cannot be copied to the nodes: ${here.error}`, [
-      `${cli} pull ${ref} (or build it) here first, then run the pull again`,
-    ]);
+    throw new UsageError(
+      `container.image ${ref} is not in ${cli}'s storage here, so it cannot be copied to the nodes: ${here.error}`,
+      [`${cli} pull ${ref} (or build it) here first, then run the pull again`],
+    );
   const nodes = await syncImage(nf, here, {
     cli,
     cliArgs,
     image: ref,
     onNode: (r) => {
       if (opts.json) return;
-      if (r.status === 'matched') note(`${c.green('ok')} ${r.node} (${r.address}): image ${ref} already ${r.id.slice(0, 12)}, nothing copied`);
-      else if (r.status === 'copied') note(`${c.green('ok')} ${r.node} (${r.address}): image ${ref} copied (${r.id.slice(0, 12)}), ${formatBytes(r.bytes)}`);
+      if (r.status === 'matched')
+        note(`${c.green('ok')} ${r.node} (${r.address}): image ${ref} already ${r.id.slice(0, 12)}, nothing copied`);
+      else if (r.status === 'copied')
+        note(
+          `${c.green('ok')} ${r.node} (${r.address}): image ${ref} copied (${r.id.slice(0, 12)}), ${formatBytes(r.bytes)}`,
+        );
       else note(`${c.red('fail')} ${r.node} (${r.address}): image ${ref}: ${r.why}`);
     },
   });

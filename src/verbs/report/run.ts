@@ -6,7 +6,15 @@ import { readHistory } from '../../history/read.js';
 import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../../history/report.js';
 import { computeCost, sumCosts, type CostResult } from '../../history/cost.js';
 import type { Sample } from '../../history/sample.js';
-import { matches, window, noHistory, resolvePrice, gatewayUsageFor, gatewayUsageLine, type CostCli } from '../history.js';
+import {
+  matches,
+  window,
+  noHistory,
+  resolvePrice,
+  gatewayUsageFor,
+  gatewayUsageLine,
+  type CostCli,
+} from '../history.js';
 import { renderPage, type Section } from '../../output/html.js';
 import { envelope } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
@@ -18,9 +26,12 @@ interface ReportCli extends CostCli {
   force?: boolean;
 }
 
-const sec = (v: number | undefined) => (v === undefined ? '-' : v < 1 ? `${(v * 1000).toFixed(0)} ms` : `${v.toFixed(2)} s`);
+const sec = (v: number | undefined) =>
+  v === undefined ? '-' : v < 1 ? `${(v * 1000).toFixed(0)} ms` : `${v.toFixed(2)} s`;
 const lat = (l: Latency) =>
-  l.count ? `p50 ${sec(l.p50)}, p90 ${sec(l.p90)}, p99 ${sec(l.p99)}, mean ${sec(l.mean)} (${Math.round(l.count).toLocaleString('en-US')} observations)` : 'no observations';
+  l.count
+    ? `p50 ${sec(l.p50)}, p90 ${sec(l.p90)}, p99 ${sec(l.p99)}, mean ${sec(l.mean)} (${Math.round(l.count).toLocaleString('en-US')} observations)`
+    : 'no observations';
 const when = (iso: string) => iso.replace('T', ' ').replace(/:\d\d\.\d+Z$/, 'Z');
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
@@ -46,7 +57,9 @@ export async function run(name: string, opts: ReportCli) {
       for (const s of samples) byUrl.set(s.url, [...(byUrl.get(s.url) ?? []), s]);
       const gpus = opts.gpusHeld === undefined ? undefined : Number(opts.gpusHeld);
       const util = opts.utilization === undefined ? undefined : Number(opts.utilization);
-      const parts = [...byUrl.values()].filter((ss) => ss.length >= 2).map((ss) => computeCost({ samples: ss, pricePerGpuHour: price.perHour, gpus, utilization: util }));
+      const parts = [...byUrl.values()]
+        .filter((ss) => ss.length >= 2)
+        .map((ss) => computeCost({ samples: ss, pricePerGpuHour: price.perHour, gpus, utilization: util }));
       if (parts.length) cost = sumCosts(parts, price.perHour);
     } catch (e) {
       if (priced) throw e;
@@ -59,7 +72,16 @@ export async function run(name: string, opts: ReportCli) {
   }
   const gateway = gatewayUsageFor(name, from ?? 0, to ?? Date.now());
   if (opts.json) {
-    say(envelope('report', { target: name, since, ...r, cost: cost ? { price: priceHow, ...cost } : undefined, ...(ups.length ? { upgrades: ups } : {}), ...(gateway ? { gateway } : {}) }));
+    say(
+      envelope('report', {
+        target: name,
+        since,
+        ...r,
+        cost: cost ? { price: priceHow, ...cost } : undefined,
+        ...(ups.length ? { upgrades: ups } : {}),
+        ...(gateway ? { gateway } : {}),
+      }),
+    );
     return;
   }
   const a = Date.parse(r.from!);
@@ -67,16 +89,23 @@ export async function run(name: string, opts: ReportCli) {
   const line = (label: string, pts: SeriesPoint[], fmt: (v: number) => string, lo?: number, hi?: number) => {
     if (!pts.length) return;
     const vs = pts.map((p) => p.v);
-    say(`  ${label.padEnd(12)} ${sparkline(pts, a, b, 48, lo, hi)}  ${fmt(Math.min(...vs))} .. ${fmt(Math.max(...vs))}`);
+    say(
+      `  ${label.padEnd(12)} ${sparkline(pts, a, b, 48, lo, hi)}  ${fmt(Math.min(...vs))} .. ${fmt(Math.max(...vs))}`,
+    );
   };
   say(`report of ${name} over ${since}: ${r.from} -> ${r.to}, ${r.samples} probe(s) of ${r.targets.length} target(s)`);
   say(
-    `  uptime       ${r.uptime === undefined ? '- (one probe)' : `${(r.uptime * 100).toFixed(2)} % healthy (time-weighted)`}; verdicts: ${Object.entries(r.verdicts)
+    `  uptime       ${r.uptime === undefined ? '- (one probe)' : `${(r.uptime * 100).toFixed(2)} % healthy (time-weighted)`}; verdicts: ${Object.entries(
+      r.verdicts,
+    )
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')}`,
   );
   say(`  incidents    ${r.incidents.length || 'none'}`);
-  for (const i of r.incidents.slice(-10)) say(`    ${when(i.at)}${i.until ? ` -> ${when(i.until)}` : ' -> (still)'}  ${i.target} ${i.to}${i.cause ? `: ${i.cause}` : ''}`);
+  for (const i of r.incidents.slice(-10))
+    say(
+      `    ${when(i.at)}${i.until ? ` -> ${when(i.until)}` : ' -> (still)'}  ${i.target} ${i.to}${i.cause ? `: ${i.cause}` : ''}`,
+    );
   if (r.incidents.length > 10) say(`    (${r.incidents.length - 10} earlier incident(s): --json lists all)`);
   say(`  TTFT         ${lat(r.ttft)}`);
   say(`  ITL          ${lat(r.itl)}`);
@@ -98,11 +127,17 @@ export async function run(name: string, opts: ReportCli) {
   line('GPU temp', r.series.gpuTempMax, (v) => `${v} C`);
   line('GPU memory', r.series.gpuMemPct, (v) => `${v.toFixed(0)} %`, 0, 100);
   for (const l of startLines(r.starts)) say(l);
-  if (r.gpu) say(`  GPUs         ${r.gpu.tempMin}..${r.gpu.tempMax} C; memory up to ${r.gpu.memPctMax.toFixed(0)} %; uncorrected ECC ${r.gpu.ecc}; Xid events ${r.gpu.xid}`);
+  if (r.gpu)
+    say(
+      `  GPUs         ${r.gpu.tempMin}..${r.gpu.tempMax} C; memory up to ${r.gpu.memPctMax.toFixed(0)} %; uncorrected ECC ${r.gpu.ecc}; Xid events ${r.gpu.xid}`,
+    );
   for (const l of upgradeLines(ups)) say(l);
 }
 
-/** The starts over time: a sparkline of the seconds to ready, then the last starts one a line, each with its compile verdict. */
+/**
+ * The starts over time: a sparkline of the seconds to ready, then the last starts one a line, each with its compile
+ * verdict.
+ */
 function startLines(starts: Report['starts']): string[] {
   if (!starts.length) return [];
   const ready = starts.filter((x) => x.ready !== undefined);
@@ -122,7 +157,9 @@ function startLines(starts: Report['starts']): string[] {
     const parts = [
       x.ready !== undefined ? `ready ${sec(x.ready)}` : '',
       x.first !== undefined ? `first token ${sec(x.first)}` : '',
-      x.phases.compile !== undefined || x.compile ? `compile ${x.compile ? `cache ${x.compile}` : 'cache unknown'}${x.phases.compile !== undefined ? ` (ended ${sec(x.phases.compile)})` : ''}` : '',
+      x.phases.compile !== undefined || x.compile
+        ? `compile ${x.compile ? `cache ${x.compile}` : 'cache unknown'}${x.phases.compile !== undefined ? ` (ended ${sec(x.phases.compile)})` : ''}`
+        : '',
     ];
     out.push(`    ${when(x.at)}  ${x.target} ${parts.filter(Boolean).join(', ')}`);
   }
@@ -161,7 +198,19 @@ function page(name: string, since: string, r: Report, cost: CostResult | undefin
   const t0 = Date.parse(r.from!);
   const hours = (pts: SeriesPoint[]) => pts.map((p) => +((p.t - t0) / 3_600_000).toFixed(4));
   const chart = (heading: string, pts: SeriesPoint[], yLabel: string, text?: string): Section | undefined =>
-    pts.length ? { heading, text, chart: { kind: 'line', x: hours(pts), series: [{ label: yLabel, values: pts.map((p) => p.v) }], xLabel: `hours since ${r.from}`, yLabel } } : undefined;
+    pts.length
+      ? {
+          heading,
+          text,
+          chart: {
+            kind: 'line',
+            x: hours(pts),
+            series: [{ label: yLabel, values: pts.map((p) => p.v) }],
+            xLabel: `hours since ${r.from}`,
+            yLabel,
+          },
+        }
+      : undefined;
   const sections: Array<Section | undefined> = [
     {
       heading: 'Summary',
@@ -201,15 +250,38 @@ function page(name: string, since: string, r: Report, cost: CostResult | undefin
       heading: 'Incidents',
       text: r.incidents.length ? undefined : 'No state changes in this window.',
       table: r.incidents.length
-        ? { header: ['from', 'to', 'target', 'state', 'cause'], rows: r.incidents.map((i) => [when(i.at), i.until ? when(i.until) : 'still', i.target, i.to, i.cause ?? '']) }
+        ? {
+            header: ['from', 'to', 'target', 'state', 'cause'],
+            rows: r.incidents.map((i) => [
+              when(i.at),
+              i.until ? when(i.until) : 'still',
+              i.target,
+              i.to,
+              i.cause ?? '',
+            ]),
+          }
         : undefined,
     },
     chart('Healthy', r.series.healthy, 'healthy (1) / not (0)'),
-    chart('Tokens per second', r.series.tokensPerSecond, 'tokens/s', 'Prompt + generation tokens between consecutive probes (counter deltas; a restart counts from zero).'),
-    chart('Time to first token, median between probes', r.series.ttftP50, 'TTFT p50 (s)', "From vLLM's histogram: bucket deltas between consecutive probes, interpolated as Prometheus does."),
+    chart(
+      'Tokens per second',
+      r.series.tokensPerSecond,
+      'tokens/s',
+      'Prompt + generation tokens between consecutive probes (counter deltas; a restart counts from zero).',
+    ),
+    chart(
+      'Time to first token, median between probes',
+      r.series.ttftP50,
+      'TTFT p50 (s)',
+      "From vLLM's histogram: bucket deltas between consecutive probes, interpolated as Prometheus does.",
+    ),
     chart('KV-cache usage', r.series.kvCache, 'KV cache (0..1)'),
     chart('GPU temperature (hottest GPU)', r.series.gpuTempMax, 'C'),
     chart('GPU memory (fullest GPU)', r.series.gpuMemPct, '% used'),
   ];
-  return { title: `sparkctl report: ${name}`, subtitle: `${since}: ${r.from} -> ${r.to}, ${r.samples} probes`, sections: sections.filter((s): s is Section => !!s) };
+  return {
+    title: `sparkctl report: ${name}`,
+    subtitle: `${since}: ${r.from} -> ${r.to}, ${r.samples} probes`,
+    sections: sections.filter((s): s is Section => !!s),
+  };
 }

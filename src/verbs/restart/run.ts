@@ -6,7 +6,14 @@ import { interrupts } from '../../util/interrupt.js';
 import { readSecrets } from '../../engine/plan.js';
 import { relaunchPlan } from '../../engine/relaunch-plan.js';
 import { registeredServers } from '../registered.js';
-import { recordOf, replicaChanges, changeLines, reusedFlags, type howStarted, type ServedAs } from '../../engine/relaunch.js';
+import {
+  recordOf,
+  replicaChanges,
+  changeLines,
+  reusedFlags,
+  type howStarted,
+  type ServedAs,
+} from '../../engine/relaunch.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { movedLine, pinLine } from '../../engine/pins.js';
@@ -36,20 +43,38 @@ interface RestartOptions {
   allowUnauthenticated?: boolean;
 }
 
-/** A server over nodes is a record of the same registry: restart says so, and how to relaunch it, instead of "nothing registered". */
+/**
+ * A server over nodes is a record of the same registry: restart says so, and how to relaunch it, instead of "nothing
+ * registered".
+ */
 export async function run(profileName: string, opts: RestartOptions) {
   const reg = new Registry(stateDir());
-  const { name, entries } = registeredServers(reg, profileName, opts, 'restart', (n) => `sparkctl serve ${n} starts it`);
+  const { name, entries } = registeredServers(
+    reg,
+    profileName,
+    opts,
+    'restart',
+    (n) => `sparkctl serve ${n} starts it`,
+  );
   const router = entries.find((e) => e.inst.role === 'router');
   const replicas = entries.filter((e) => e.inst.role !== 'router');
   const only = opts.replica?.length ? opts.replica : undefined;
-  if (only && !opts.rolling) throw new UsageError('--replica needs --rolling (a replica restarts alone only behind its router)', [`sparkctl restart ${name} --rolling --replica ${only[0]}`]);
-  for (const r of only ?? [])
-    if (!replicas.some((e) => e.inst.name === r)) throw new UsageError(`--replica: ${r} is not a replica of ${name}`, [`its replicas: ${replicas.map((e) => e.inst.name).join(', ') || 'none'}`]);
-  if (opts.rolling && (!router?.alive || !router.inst.router))
-    throw new UsageError(`restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`, [
-      `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
+  if (only && !opts.rolling)
+    throw new UsageError('--replica needs --rolling (a replica restarts alone only behind its router)', [
+      `sparkctl restart ${name} --rolling --replica ${only[0]}`,
     ]);
+  for (const r of only ?? [])
+    if (!replicas.some((e) => e.inst.name === r))
+      throw new UsageError(`--replica: ${r} is not a replica of ${name}`, [
+        `its replicas: ${replicas.map((e) => e.inst.name).join(', ') || 'none'}`,
+      ]);
+  if (opts.rolling && (!router?.alive || !router.inst.router))
+    throw new UsageError(
+      `restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`,
+      [
+        `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
+      ],
+    );
   // serve's own inputs (its --set, --profiles, ...) with restart's on top, resolved as serve resolves them
   const rec = recordOf(replicas);
   const { plan, as, started, prepared, vllmChange } = await relaunchPlan(profileName, entries, {
@@ -68,12 +93,17 @@ export async function run(profileName: string, opts: RestartOptions) {
   // the stated rule for a host install that changed under the replicas: another vLLM (or none) is another
   // server, refused (an upgrade compares it first); other packages beside the same vLLM are said, and restarted on
   if (vllmChange && vllmChange.kind !== 'packages')
-    throw new UsageError(`${name}: ${vllmChange.line} (${started.vllmBin}): a restart would start another server than the one running`, [
-      `sparkctl upgrade ${name} --vllm-bin ${started.vllmBin} (a canary on it, compared with the running replicas, then rolled)`,
-      `or take it without a comparison: sparkctl stop ${name}, then sparkctl serve ${name}`,
-    ]);
+    throw new UsageError(
+      `${name}: ${vllmChange.line} (${started.vllmBin}): a restart would start another server than the one running`,
+      [
+        `sparkctl upgrade ${name} --vllm-bin ${started.vllmBin} (a canary on it, compared with the running replicas, then rolled)`,
+        `or take it without a comparison: sparkctl stop ${name}, then sparkctl serve ${name}`,
+      ],
+    );
   if (vllmChange && !opts.json)
-    note(`${c.yellow('warning')}: ${name}: ${vllmChange.line}: restarting on it (the same vLLM version; sparkctl upgrade ${name} --vllm-bin ${started.vllmBin} --no-roll compares it first)`);
+    note(
+      `${c.yellow('warning')}: ${name}: ${vllmChange.line}: restarting on it (the same vLLM version; sparkctl upgrade ${name} --vllm-bin ${started.vllmBin} --no-roll compares it first)`,
+    );
   const changes = replicaChanges(plan, replicas);
   if (!opts.json) for (const l of changeLines(name, changes, reusedFlags(rec))) note(l);
 
@@ -101,8 +131,13 @@ export async function run(profileName: string, opts: RestartOptions) {
   else if (outcome.aborted) {
     note(`${c.red('rolling restart stopped')} at ${outcome.aborted.replica}: ${outcome.aborted.cause}`);
     const kept = outcome.replicas.filter((x) => x.name !== outcome.aborted!.replica).map((x) => x.name);
-    note(`the other replicas keep serving through the router: ${kept.join(', ') || 'none'}; ${outcome.aborted.replica} is out of rotation (sparkctl logs ${outcome.aborted.replica})`);
-  } else say(`${c.green('restarted')} ${name}: ${outcome.replicas.filter((x) => x.restarted).length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`);
+    note(
+      `the other replicas keep serving through the router: ${kept.join(', ') || 'none'}; ${outcome.aborted.replica} is out of rotation (sparkctl logs ${outcome.aborted.replica})`,
+    );
+  } else
+    say(
+      `${c.green('restarted')} ${name}: ${outcome.replicas.filter((x) => x.restarted).length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`,
+    );
   const code = exitCodeOf(outcome.status);
   if (code !== 0) throw new ExitWith(code);
 }
@@ -134,7 +169,9 @@ function rollingRenderer(tty = Boolean(process.stderr.isTTY) && !process.env.CI)
         line(`${e.replica}: ${e.how} in ${formatDuration(e.ms)}; requests in flight: ${requestsLine(e.requests)}`);
         break;
       case 'started':
-        line(`${e.replica}: started, pid ${e.pid} ${e.changes.length ? `(new argv: ${e.changes.join('; ')})` : '(argv unchanged)'}; waiting until it is ready`);
+        line(
+          `${e.replica}: started, pid ${e.pid} ${e.changes.length ? `(new argv: ${e.changes.join('; ')})` : '(argv unchanged)'}; waiting until it is ready`,
+        );
         break;
       case 'phase': {
         if (tty) prog.update(`${e.replica}: ${e.phase}`);
@@ -150,15 +187,20 @@ function rollingRenderer(tty = Boolean(process.stderr.isTTY) && !process.env.CI)
         const q = e.request;
         const what = `round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`;
         if (tty) prog.update(`prewarm ${e.replica}: ${what}`);
-        else if (kinds.get(e.replica) !== 'prewarm') line(`${e.replica}: prewarm: warming up (${what}; a cold first token can take seconds)`);
+        else if (kinds.get(e.replica) !== 'prewarm')
+          line(`${e.replica}: prewarm: warming up (${what}; a cold first token can take seconds)`);
         kinds.set(e.replica, 'prewarm');
         break;
       }
       case 'prewarm':
-        line(`${e.replica}: prewarm ${e.result.error ? c.yellow(e.result.error) : `warm after ${e.result.rounds} round(s)`}`);
+        line(
+          `${e.replica}: prewarm ${e.result.error ? c.yellow(e.result.error) : `warm after ${e.result.rounds} round(s)`}`,
+        );
         break;
       case 'probe':
-        line(`${e.replica}: probe ${e.result.state}${e.result.state === 'healthy' ? '; back in rotation once HAProxy sees it UP' : ''}`);
+        line(
+          `${e.replica}: probe ${e.result.state}${e.result.state === 'healthy' ? '; back in rotation once HAProxy sees it UP' : ''}`,
+        );
         break;
       case 'back': {
         const s = e.spent;
@@ -197,20 +239,44 @@ function requestsLine(r: RequestsOutcome): string {
 }
 
 /** Without --rolling: every server of the profile stops (the router first), then serve starts it again. */
-async function restartAll(profileName: string, opts: RestartOptions, reg: Registry, entries: Entry[], started: ReturnType<typeof howStarted>, as: ServedAs) {
+async function restartAll(
+  profileName: string,
+  opts: RestartOptions,
+  reg: Registry,
+  entries: Entry[],
+  started: ReturnType<typeof howStarted>,
+  as: ServedAs,
+) {
   const release = await reg.lock((opts.grace ?? 60) * 1000 + 10_000);
   try {
     const unproven = entries.filter((e) => e.proof.state === 'unproven');
-    if (unproven.length) throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, ['sparkctl status says why; nothing was signalled']);
+    if (unproven.length)
+      throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, [
+        'sparkctl status says why; nothing was signalled',
+      ]);
     const { stopInstance, heldText } = await import('../../engine/stop.js');
-    const router = entries.some((e) => e.inst.role === 'router') ? (await import('../../router/stop.js')).stopRouterEntry : undefined;
+    const router = entries.some((e) => e.inst.role === 'router')
+      ? (await import('../../router/stop.js')).stopRouterEntry
+      : undefined;
     // The router first: no request is sent to a replica that is stopping.
-    const order = [...entries.filter((e) => e.inst.role === 'router'), ...entries.filter((e) => e.inst.role !== 'router')];
+    const order = [
+      ...entries.filter((e) => e.inst.role === 'router'),
+      ...entries.filter((e) => e.inst.role !== 'router'),
+    ];
     for (const e of order) {
-      const st = await stopInstance(reg, e, { graceMs: opts.grace === undefined ? undefined : opts.grace * 1000, router });
-      if (st.result === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
-      if (!st.removed) throw new UsageError(`${e.inst.name} did not release everything (${heldText(st) ?? 'its registry entry is kept'})`, [`sparkctl stop ${e.inst.name}, then serve again`]);
-      if (!opts.json && st.result !== 'not-running') note(`${e.inst.name}: ${st.result}; requests in flight: ${requestsLine(st.requests)}`);
+      const st = await stopInstance(reg, e, {
+        graceMs: opts.grace === undefined ? undefined : opts.grace * 1000,
+        router,
+      });
+      if (st.result === 'unproven')
+        throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
+      if (!st.removed)
+        throw new UsageError(
+          `${e.inst.name} did not release everything (${heldText(st) ?? 'its registry entry is kept'})`,
+          [`sparkctl stop ${e.inst.name}, then serve again`],
+        );
+      if (!opts.json && st.result !== 'not-running')
+        note(`${e.inst.name}: ${st.result}; requests in flight: ${requestsLine(st.requests)}`);
     }
   } finally {
     release();

@@ -10,7 +10,10 @@ export default createCommand({
       args: [['<profile>', 'profile name or YAML file']],
       description: "print the HAProxy configuration sparkctl would run, for an operator's own HAProxy",
       options: [
-        ['--socket <path>', 'runtime API socket line for your HAProxy (default: none; your global section has its own)'],
+        [
+          '--socket <path>',
+          'runtime API socket line for your HAProxy (default: none; your global section has its own)',
+        ],
         ['--replicas <n>', "replicas behind it (default: the profile's)", intArg('--replicas')],
         ...PROFILE_OPTIONS,
       ],

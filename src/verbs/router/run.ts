@@ -8,8 +8,16 @@ import { planRouter, renderConfig } from '../../profiles/router.js';
 import { stateDir } from '../common.js';
 import { say } from '../../output/log.js';
 
-export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; socket?: string; replicas?: number }) {
-  const r = withRouterFlag(await resolveWithModel(loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }), { gpus: opts.gpus }), true);
+export async function run(
+  profileName: string,
+  opts: { set: string[]; profiles?: string; gpus?: number; socket?: string; replicas?: number },
+) {
+  const r = withRouterFlag(
+    await resolveWithModel(loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }), {
+      gpus: opts.gpus,
+    }),
+    true,
+  );
   requireValid(r);
   const n = opts.replicas ?? resolveReplicas(r.profile, r.host);
   // Logs go to the local syslog, as Debian's own haproxy.cfg does.

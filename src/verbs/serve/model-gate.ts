@@ -19,14 +19,22 @@ interface GateResult {
 
 export async function modelGate(
   profile: Profile,
-  opts: { engine: string; runtime?: 'host' | 'container'; pull?: boolean; skipPreflight?: boolean; dryRun?: boolean; json?: boolean },
+  opts: {
+    engine: string;
+    runtime?: 'host' | 'container';
+    pull?: boolean;
+    skipPreflight?: boolean;
+    dryRun?: boolean;
+    json?: boolean;
+  },
 ): Promise<GateResult> {
   const out: GateResult = { warnings: [], offline: false };
   if (opts.engine === 'sim') return out;
   const rt = traitsOfProfile(profile, opts.runtime);
   let m = await checkModelCache(profile, rt);
   out.check = m;
-  // A local model.path: a container's cache is still mounted when it exists; when it does not, say so (nothing is made).
+  // A local model.path: a container's cache is still mounted when it exists; when it does not, say so (nothing is
+  // made).
   const noCache = m.state ? undefined : rt.noCacheWarning(profile);
   if (noCache) out.warnings.push(noCache);
   if (!m.state) return out;
@@ -43,7 +51,8 @@ export async function modelGate(
   const line = missingLine(m);
   const fix = [`fetch it first: ${m.pull}${rt.pullNote(m.root!)}`, 'or serve --pull to fetch it before the launch'];
   if (opts.dryRun) out.warnings.push(`serve would refuse: ${line}; ${fix[0]}`);
-  else if (opts.skipPreflight) out.warnings.push(`${line}; with --skip-preflight vLLM will try to download it itself (${fix[0]})`);
+  else if (opts.skipPreflight)
+    out.warnings.push(`${line}; with --skip-preflight vLLM will try to download it itself (${fix[0]})`);
   else throw new UsageError(line, fix);
   return out;
 }
@@ -58,7 +67,17 @@ export function applyGate(plan: ServePlan, g: GateResult): void {
  * `serve ORG/NAME --pull` with nothing of it here: the profile is generated from the model's
  * config.json, so the pull comes before it is read. A profile of that name is left to the gate.
  */
-export async function pullBeforeReading(name: string, opts: { engine: string; runtime?: 'host' | 'container'; pull?: boolean; dryRun?: boolean; json?: boolean; profiles?: string }): Promise<void> {
+export async function pullBeforeReading(
+  name: string,
+  opts: {
+    engine: string;
+    runtime?: 'host' | 'container';
+    pull?: boolean;
+    dryRun?: boolean;
+    json?: boolean;
+    profiles?: string;
+  },
+): Promise<void> {
   if (!opts.pull || opts.engine === 'sim' || opts.dryRun || checkRepoId(name)) return;
   const { listProfiles, parseProfile } = await import('../../profiles/load.js');
   if (listProfiles(opts.profiles).some((p) => p.name === name)) return;

@@ -38,27 +38,47 @@ import { withContainerImage } from '../../engine/runtime/container.js';
  * quiet: nothing said while it runs and no pin written (an upgrade over nodes serves the candidate,
  * or the previous pin again, through here: it says and pins itself); the outcome is returned.
  */
-export async function serveNodes(profileName: string, opts: ServeOptions, how: { quiet?: boolean } = {}): Promise<ServeOutcome | undefined> {
+export async function serveNodes(
+  profileName: string,
+  opts: ServeOptions,
+  how: { quiet?: boolean } = {},
+): Promise<ServeOutcome | undefined> {
   const quiet = how.quiet === true;
   const nf = loadNodesFile(opts.nodes!);
   // the record names the file by its whole path: stop without --nodes reads it from any folder
   // --runtime is the profile's engine.runtime for this run, with --nodes as without
   const sets = [...(opts.set ?? []), ...(opts.runtime ? [`engine.runtime=${opts.runtime}`] : [])];
-  // a profile, or a model id whose config.json pull fetched (its profile generated for these nodes); the model's files feed the plan
+  // a profile, or a model id whose config.json pull fetched (its profile generated for these nodes); the model's files
+  // feed the plan
   const { readForNodes } = await import('../../engine/inputs.js');
-  const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
+  const target = await readForNodes(
+    profileName,
+    { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) },
+    { ...opts, set: sets },
+  );
   // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
   const pin = imagePinOfNodes(target.loaded, stateDir(), opts.repin);
-  const loaded = pin.pinned ? { ...target.loaded, profile: withContainerImage(target.loaded.profile, pin.pinned.run) } : target.loaded;
+  const loaded = pin.pinned
+    ? { ...target.loaded, profile: withContainerImage(target.loaded.profile, pin.pinned.run) }
+    : target.loaded;
   if (pin.pinned && !opts.json && !quiet)
     note(
       c.dim(
         `image ${pin.ref}: every node runs the pin ${pin.pinned.run} (pinned ${pin.pinned.pin.at}${pin.pinned.pin.image ? ` from ${pin.pinned.pin.image}` : ''}); a node without that very image is refused`,
       ),
     );
-  // the model whole in this host's cache (where pull --nodes copies it from, to the same path on every node): the ranks run offline
+  // the model whole in this host's cache (where pull --nodes copies it from, to the same path on every node): the ranks
+  // run offline
   const gate = await nodesModelGate(loaded.profile, opts);
-  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded, modelRead: target.modelRead, offline: gate.offline };
+  const inputs = {
+    ...opts,
+    set: sets,
+    platform: opts.platform ?? target.platform,
+    nodesFile: resolve(opts.nodes!),
+    loaded,
+    modelRead: target.modelRead,
+    offline: gate.offline,
+  };
   if (target.platformNote && !opts.json && !quiet) note(target.platformNote);
   if (target.generated && !opts.json && !quiet) for (const w of target.generated.why) note(c.dim(`# ${w}`));
   // Every input is read before anything starts.
@@ -70,7 +90,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions, how: {
     return undefined;
   }
   for (const w of gate.warnings) if (!quiet) note(`${c.yellow('warning')}: ${w}`);
-  // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
+  // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after
+  // a reboot).
   const fabric = await withCancel((signal) => readFabric(nf, signal));
   const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, fabric), rdmaNodes(fabric));
   // the head reached beyond loopback without a key: said at every start, --json or not (stderr)
@@ -82,9 +103,15 @@ export async function serveNodes(profileName: string, opts: ServeOptions, how: {
   // cannot reach the head otherwise retries for minutes and joins late).
   const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
   const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
-  if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
+  if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0))
+    throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, [
+      'unset it for the default (90)',
+    ]);
   // serve's own inputs, kept in the record: an upgrade serves the candidate (and the previous pin) the same way
-  const plan = { ...toClusterPlan(pc, { ...inputs, stateDir: stateDir(), joinTimeoutS }), launch: launchOf(profileName, opts, sets) };
+  const plan = {
+    ...toClusterPlan(pc, { ...inputs, stateDir: stateDir(), joinTimeoutS }),
+    launch: launchOf(profileName, opts, sets),
+  };
   // the one renderer as on one host (--json: nothing while it runs, one envelope at the end)
   const { textRenderer, jsonRenderer } = await import('./render.js');
   const render = quiet
@@ -98,12 +125,16 @@ export async function serveNodes(profileName: string, opts: ServeOptions, how: {
   if (quiet) return out;
   if (out.status === 'launch-failed') throw new LaunchError('', []);
   // the first healthy serve over the nodes pins the image ID every node agreed on (checked before the start)
-  if (out.status === 'healthy' && pin.ref && !pin.pinned) await pinNodesImage(nf, pc, pin.ref, r.profile.engine.vllmVersion, opts.json);
+  if (out.status === 'healthy' && pin.ref && !pin.pinned)
+    await pinNodesImage(nf, pc, pin.ref, r.profile.engine.vllmVersion, opts.json);
   if (out.status !== 'healthy') throw new ProblemsFound('the deep probe failed');
   return out;
 }
 
-/** What the cluster's record keeps of serve's inputs (a profile file and the profiles folder by their whole path: upgrade may run from another folder). */
+/**
+ * What the cluster's record keeps of serve's inputs (a profile file and the profiles folder by their whole path:
+ * upgrade may run from another folder).
+ */
 function launchOf(profileName: string, opts: ServeOptions, sets: string[]): ClusterLaunch {
   const asked = /[/\\]|\.ya?ml$/.test(profileName) && existsSync(profileName) ? resolve(profileName) : profileName;
   return {
@@ -136,7 +167,11 @@ async function nodesModelGate(p: Profile, opts: ServeOptions): Promise<{ offline
   const line = missingLine(m);
   const fix = `fetch it here and copy it to every node first: ${m.pull} --nodes ${opts.nodes}`;
   if (opts.dryRun) return { offline: false, warnings: [`serve would refuse: ${line}; ${fix}`] };
-  if (opts.skipPreflight) return { offline: false, warnings: [`${line}; with --skip-preflight each node's vLLM will try to download it itself (${fix})`] };
+  if (opts.skipPreflight)
+    return {
+      offline: false,
+      warnings: [`${line}; with --skip-preflight each node's vLLM will try to download it itself (${fix})`],
+    };
   throw new UsageError(line, [fix]);
 }
 
@@ -156,16 +191,35 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
         model: { env: pc.model.env, modelPath: pc.model.modelPath, mounts: pc.model.mounts, notes: pc.model.notes },
         steps,
         // vLLM's start caches on each node: the folder under the node user's cache root, the variables pointed there
-        caches: pc.caches ? { root: NODE_CACHE_ROOT, dir: pc.caches.rel, key: pc.caches.key, vars: pc.caches.vars.map(([n]) => n), kept: pc.caches.kept } : null,
+        caches: pc.caches
+          ? {
+              root: NODE_CACHE_ROOT,
+              dir: pc.caches.rel,
+              key: pc.caches.key,
+              vars: pc.caches.vars.map(([n]) => n),
+              kept: pc.caches.kept,
+            }
+          : null,
         warnings: pc.warnings,
       }),
     );
     return;
   }
   for (const w of pc.warnings) note(`${c.yellow('warning')}: ${w}`);
-  const how = pc.executor === 'ray' ? 'with Ray' : `with vLLM's own multi-node launch (--nnodes ${steps.length}, rendezvous ${fabricAddress(nf.head)}:${nf.masterPort})`;
-  say(c.dim(`# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`));
-  say(c.dim('# NCCL_IB_HCA, NCCL_IB_GID_INDEX and UCX_NET_DEVICES are read from each node at launch (sparkctl preflight --nodes shows them)'));
+  const how =
+    pc.executor === 'ray'
+      ? 'with Ray'
+      : `with vLLM's own multi-node launch (--nnodes ${steps.length}, rendezvous ${fabricAddress(nf.head)}:${nf.masterPort})`;
+  say(
+    c.dim(
+      `# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`,
+    ),
+  );
+  say(
+    c.dim(
+      '# NCCL_IB_HCA, NCCL_IB_GID_INDEX and UCX_NET_DEVICES are read from each node at launch (sparkctl preflight --nodes shows them)',
+    ),
+  );
   for (const m of pc.model.notes) say(c.dim(`# ${m}`));
   if (pc.caches)
     say(
@@ -173,12 +227,16 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
         `# start caches on each node: ${NODE_CACHE_ROOT}/${pc.caches.rel} (made 0700 by the launch, ${pc.caches.vars.map(([n]) => n).join(', ')} pointed there${pc.caches.kept.length ? `; the profile sets ${pc.caches.kept.join(', ')} itself` : ''})`,
       ),
     );
-  const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
+  const keyed = (a: string[]) =>
+    `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
   steps.forEach((s, i) => {
-    say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
+    say(
+      c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`),
+    );
     const inLine = traitsOf(s).carriesEnv;
     if (!inLine) say(exportLine(s.env));
-    for (const a of s.argv) say(a[0] === 'ray' || inLine || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
+    for (const a of s.argv)
+      say(a[0] === 'ray' || inLine || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
     say();
   });
   say(
@@ -191,17 +249,38 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
 }
 
 /** The first healthy serve over the nodes pins the image ID every node agreed on (read again on each node). */
-async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
+async function pinNodesImage(
+  nf: NodesFile,
+  pc: PlannedCluster,
+  ref: string,
+  vllmVersion: string,
+  json?: boolean,
+): Promise<void> {
   // only where the nodes' vLLM comes from an image (the host's install has no image to pin)
   const first = pc.steps[0];
   if (!first || traitsOf(first).vllmFrom !== 'image') return;
   const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
   const one = [...new Set(ids.map((x) => x.id))];
   if (one.length !== 1 || !one[0]) {
-    if (!json) note(`${c.yellow('warning')}: image ${ref} not pinned: ${imageMismatch(ref, ids) ?? 'its ID was not read on every node'}`);
+    if (!json)
+      note(
+        `${c.yellow('warning')}: image ${ref} not pinned: ${imageMismatch(ref, ids) ?? 'its ID was not read on every node'}`,
+      );
     return;
   }
-  const pin = { at: new Date().toISOString(), vllmVersion, image: ref, imagePinned: one[0], imageId: one[0], sets: [`container.image=${one[0]}`] };
+  const pin = {
+    at: new Date().toISOString(),
+    vllmVersion,
+    image: ref,
+    imagePinned: one[0],
+    imageId: one[0],
+    sets: [`container.image=${one[0]}`],
+  };
   writePin(stateDir(), pc.resolved.profile.name, pin, lockFileOf(pc.resolved.profile, pc.resolved.file));
-  if (!json) note(c.dim(`image ${ref}: pinned to its image ID ${one[0]} (the same on every node); serve --nodes runs it from now on, never the tag`));
+  if (!json)
+    note(
+      c.dim(
+        `image ${ref}: pinned to its image ID ${one[0]} (the same on every node); serve --nodes runs it from now on, never the tag`,
+      ),
+    );
 }

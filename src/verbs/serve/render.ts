@@ -17,7 +17,8 @@ interface ServeRenderer {
 }
 
 /** A map's entries in replica order (name-0, name-1, ... name-10), whatever order their events came in. */
-const byReplica = <T>(m: Map<string, T>): [string, T][] => [...m].sort(([a], [b]) => a.localeCompare(b, undefined, { numeric: true }));
+const byReplica = <T>(m: Map<string, T>): [string, T][] =>
+  [...m].sort(([a], [b]) => a.localeCompare(b, undefined, { numeric: true }));
 
 function prewarmLine(r: ReplicaOutcome): string | undefined {
   const w = r.prewarm;
@@ -38,14 +39,20 @@ function failureLines(r: ReplicaOutcome, d: Diagnosis): string[] {
   return out;
 }
 
-/** serve's renderer context: the profile, and for a serve over nodes the nodes file as the operator named it (the stop line repeats it). */
+/**
+ * serve's renderer context: the profile, and for a serve over nodes the nodes file as the operator named it (the stop
+ * line repeats it).
+ */
 interface RenderCtx {
   profile: string;
   simulated: boolean;
   nodes?: string;
 }
 
-/** Over nodes: a phase line per node, sparse as off a terminal (a phase's first line and its 100 %, not every percent between). */
+/**
+ * Over nodes: a phase line per node, sparse as off a terminal (a phase's first line and its 100 %, not every percent
+ * between).
+ */
 function nodePhases() {
   const kinds = new Map<string, string>();
   return (node: string, phase: string) => {
@@ -56,7 +63,10 @@ function nodePhases() {
   };
 }
 
-/** An event over nodes, said as it happens (a server on a node is one endpoint: its launch, ready, prewarm and probe each a line). */
+/**
+ * An event over nodes, said as it happens (a server on a node is one endpoint: its launch, ready, prewarm and probe
+ * each a line).
+ */
 function nodeEvent(e: ServeEvent, profile: string, phase: (node: string, phase: string) => void): boolean {
   switch (e.type) {
     case 'phase':
@@ -65,11 +75,15 @@ function nodeEvent(e: ServeEvent, profile: string, phase: (node: string, phase: 
       return true;
     case 'launched':
       if (e.node === undefined) return false;
-      note(`vLLM ${e.rank === undefined ? '' : `rank ${e.rank} `}started on ${e.node} (pid ${e.pid}, log ${e.logFile})`);
+      note(
+        `vLLM ${e.rank === undefined ? '' : `rank ${e.rank} `}started on ${e.node} (pid ${e.pid}, log ${e.logFile})`,
+      );
       return true;
     case 'ready':
       if (!e.cluster) return false;
-      say(`${c.green('ready')}: ${profile} over ${e.cluster.nodes} nodes (${e.cluster.gpus} GPUs) in ${formatDuration(e.ms)}: ${e.url}/v1`);
+      say(
+        `${c.green('ready')}: ${profile} over ${e.cluster.nodes} nodes (${e.cluster.gpus} GPUs) in ${formatDuration(e.ms)}: ${e.url}/v1`,
+      );
       return true;
     case 'prewarm': {
       if (e.node === undefined) return false;
@@ -83,7 +97,9 @@ function nodeEvent(e: ServeEvent, profile: string, phase: (node: string, phase: 
     }
     case 'probe':
       if (e.node === undefined) return false;
-      say(`probe: ${e.result.state === 'healthy' ? c.green('healthy') : c.red(e.result.state)} (${e.result.steps.map((s) => `${s.step} ${s.status}`).join(', ')})`);
+      say(
+        `probe: ${e.result.state === 'healthy' ? c.green('healthy') : c.red(e.result.state)} (${e.result.steps.map((s) => `${s.step} ${s.status}`).join(', ')})`,
+      );
       return true;
     case 'ray-head':
       note(`ray head started on ${e.node}`);
@@ -135,11 +151,16 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
   return {
     preflight(pf, simulated) {
       const rep = pf.report;
-      note(`preflight (${simulated ? 'simulated host' : `${rep.host}, platform ${rep.platform}`}): ${rep.checks.map((x) => `${x.id} ${x.status}`).join(', ')} in ${rep.wallMs} ms`);
+      note(
+        `preflight (${simulated ? 'simulated host' : `${rep.host}, platform ${rep.platform}`}): ${rep.checks.map((x) => `${x.id} ${x.status}`).join(', ')} in ${rep.wallMs} ms`,
+      );
     },
     preflightFailed(pf, name) {
-      for (const f of pf.report.checks.filter((x) => x.status === 'fail')) note(`  ${statusMark('fail')} ${f.id}: ${f.observed}${f.fix ? `\n        fix: ${f.fix}` : ''}`);
-      note(`preflight failed: not launching ${name} (sparkctl preflight --profile ${name} shows every check; --skip-preflight launches anyway)`);
+      for (const f of pf.report.checks.filter((x) => x.status === 'fail'))
+        note(`  ${statusMark('fail')} ${f.id}: ${f.observed}${f.fix ? `\n        fix: ${f.fix}` : ''}`);
+      note(
+        `preflight failed: not launching ${name} (sparkctl preflight --profile ${name} shows every check; --skip-preflight launches anyway)`,
+      );
     },
     event(e) {
       if (nodeEvent(e, profile, nodePhase)) return;
@@ -163,21 +184,33 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
           prog.done();
           readyAt = Date.now();
           const slowest = Math.max(...ready.values());
-          say(`${c.green('ready')}: ${profile}, ${launched.length} replica(s) in ${formatDuration(slowest)}${sim ? ' (simulated engine)' : ''}`);
           say(
-            table(launched.map((l) => [l.replica, l.uds ? `unix:${l.uds}` : `http://127.0.0.1:${l.port}/v1`, `GPUs ${l.gpus.join(',')}`, `pid ${l.pid}`, formatDuration(ready.get(l.replica) ?? 0)])),
+            `${c.green('ready')}: ${profile}, ${launched.length} replica(s) in ${formatDuration(slowest)}${sim ? ' (simulated engine)' : ''}`,
+          );
+          say(
+            table(
+              launched.map((l) => [
+                l.replica,
+                l.uds ? `unix:${l.uds}` : `http://127.0.0.1:${l.port}/v1`,
+                `GPUs ${l.gpus.join(',')}`,
+                `pid ${l.pid}`,
+                formatDuration(ready.get(l.replica) ?? 0),
+              ]),
+            ),
           );
           break;
         }
         case 'stopping':
           prog.done();
           if (e.why === 'signal') note(`stopping ${e.replicas} replica(s)`);
-          if (e.why === 'forced') note(`second interrupt: killing ${e.replicas} replica(s) now (SIGKILL), not waiting for a drain`);
+          if (e.why === 'forced')
+            note(`second interrupt: killing ${e.replicas} replica(s) now (SIGKILL), not waiting for a drain`);
           break;
         case 'prewarm-request': {
           const q = e.request;
           const what = `round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`;
-          if (!warming.has(e.replica) && !tty) note(`prewarm ${e.replica}: warming up (${what}; a cold first token can take seconds)`);
+          if (!warming.has(e.replica) && !tty)
+            note(`prewarm ${e.replica}: warming up (${what}; a cold first token can take seconds)`);
           warming.set(e.replica, what);
           if (tty) prog.rows(byReplica(warming).map(([n, w]) => `prewarm ${n}: ${w}`));
           break;
@@ -193,7 +226,9 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
           break;
         case 'start':
           prog.done();
-          note(`start ${e.replica}${e.rank !== undefined ? ` rank ${e.rank} on ${e.node}` : ''}: ${startLine(e.report)}`);
+          note(
+            `start ${e.replica}${e.rank !== undefined ? ` rank ${e.rank} on ${e.node}` : ''}: ${startLine(e.report)}`,
+          );
           break;
         case 'router': {
           const r = e.router;
@@ -220,7 +255,11 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
         case 'launch-failed':
           for (const r of o.replicas) if (r.failure) for (const l of failureLines(r, r.failure)) note(l);
           if (o.router?.failure) note(`${c.red('launch failed')}: router ${o.router.name}: ${o.router.failure}`);
-          note(o.replicas.length ? `stopped every replica of ${o.profile}; nothing is left holding a port or a GPU` : `nothing of ${o.profile} was launched`);
+          note(
+            o.replicas.length
+              ? `stopped every replica of ${o.profile}; nothing is left holding a port or a GPU`
+              : `nothing of ${o.profile} was launched`,
+          );
           return;
         case 'stopped':
         case 'server-exited':
@@ -233,11 +272,17 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
           }
           for (const r of o.replicas) {
             const p = r.probe;
-            if (p) say(`probe ${p.target}: ${p.state === 'healthy' ? c.green('healthy') : c.red(p.state)} (${p.steps.map((s) => `${s.step} ${s.status}`).join(', ')}) in ${p.ms} ms`);
+            if (p)
+              say(
+                `probe ${p.target}: ${p.state === 'healthy' ? c.green('healthy') : c.red(p.state)} (${p.steps.map((s) => `${s.step} ${s.status}`).join(', ')}) in ${p.ms} ms`,
+              );
           }
           // A step that warned or failed says why (and how to fix it) once, not just "auth warn".
           for (const line of stepDetails(o.replicas.map((r) => r.probe))) say(line);
-          if (o.router) say(`clients use ${o.router.url}/v1 (the router); replicas as HAProxy sees them: ${o.router.servers.map((x) => `${x.name} ${x.state}`).join(', ')}`);
+          if (o.router)
+            say(
+              `clients use ${o.router.url}/v1 (the router); replicas as HAProxy sees them: ${o.router.servers.map((x) => `${x.name} ${x.state}`).join(', ')}`,
+            );
           prog.done();
           if (readyAt !== undefined)
             note(
@@ -245,26 +290,40 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
                 `serve took ${formatDuration(Date.now() - started)}: ${formatDuration(readyAt - started)} until every replica was ready, ${formatDuration(Date.now() - readyAt)} of prewarm and probe`,
               ),
             );
-          say(`stop with: sparkctl stop ${o.profile}   (status: sparkctl status, logs: sparkctl logs ${o.replicas[0]?.name ?? o.profile})`);
+          say(
+            `stop with: sparkctl stop ${o.profile}   (status: sparkctl status, logs: sparkctl logs ${o.replicas[0]?.name ?? o.profile})`,
+          );
       }
     },
   };
 }
 
 /** One line per distinct warning or failure among the replicas' probe steps, with how many replicas had it. */
-function stepDetails(probes: Array<{ steps: Array<{ step: string; status: string; detail: string }> } | undefined>): string[] {
+function stepDetails(
+  probes: Array<{ steps: Array<{ step: string; status: string; detail: string }> } | undefined>,
+): string[] {
   const seen = new Map<string, number>();
   for (const p of probes)
-    for (const s of p?.steps ?? []) if (s.status === 'warn' || s.status === 'fail') seen.set(`${s.step} ${s.status}: ${s.detail}`, (seen.get(`${s.step} ${s.status}: ${s.detail}`) ?? 0) + 1);
+    for (const s of p?.steps ?? [])
+      if (s.status === 'warn' || s.status === 'fail')
+        seen.set(`${s.step} ${s.status}: ${s.detail}`, (seen.get(`${s.step} ${s.status}: ${s.detail}`) ?? 0) + 1);
   return [...seen].map(([line, n]) => `  ${line}${probes.length > 1 ? ` (${n} of ${probes.length} replicas)` : ''}`);
 }
 
 /** The first failure's cause, for scripts: id, the evidence line, the fix. */
 function headlineFailure(o: ServeOutcome) {
-  const r = o.replicas.find((x) => x.failure && x.failure.reason !== 'interrupted') ?? o.replicas.find((x) => x.failure);
+  const r =
+    o.replicas.find((x) => x.failure && x.failure.reason !== 'interrupted') ?? o.replicas.find((x) => x.failure);
   if (!r?.failure) return null;
   const d = r.failure;
-  return { replica: r.name, reason: d.reason, cause: d.causeId, text: d.cause ?? d.detail, evidence: d.evidence ?? null, fix: d.fix ?? null };
+  return {
+    replica: r.name,
+    reason: d.reason,
+    cause: d.causeId,
+    text: d.cause ?? d.detail,
+    evidence: d.evidence ?? null,
+    fix: d.fix ?? null,
+  };
 }
 
 function serveEnvelope(o: ServeOutcome, exitCode: number): string {
@@ -302,7 +361,10 @@ function serveEnvelope(o: ServeOutcome, exitCode: number): string {
   });
 }
 
-/** serve --nodes --json: the outcome as one envelope (kind serve, like one node's: its head, the cluster, the stop command). */
+/**
+ * serve --nodes --json: the outcome as one envelope (kind serve, like one node's: its head, the cluster, the stop
+ * command).
+ */
 export function nodesEnvelope(o: ServeOutcome, exitCode: number, named: string | undefined): string {
   const f = o.nodes?.failure;
   const head = o.replicas[0];
@@ -313,8 +375,19 @@ export function nodesEnvelope(o: ServeOutcome, exitCode: number, named: string |
     engine: o.engine,
     nodesFile: named,
     // the keys serve --nodes always wrote (`evidence`: the lines that show it), then what the one diagnosis adds
-    // (diagnose.ts, as one host's replica failure says it): the node, the reason, the cause id and the log line it was read from
-    failure: f ? { message: f.detail, fix: f.fix ?? null, evidence: f.lastLines, node: f.node ?? null, reason: f.reason, cause: f.causeId, line: f.evidence ?? null } : null,
+    // (diagnose.ts, as one host's replica failure says it): the node, the reason, the cause id and the log line it was
+    // read from
+    failure: f
+      ? {
+          message: f.detail,
+          fix: f.fix ?? null,
+          evidence: f.lastLines,
+          node: f.node ?? null,
+          reason: f.reason,
+          cause: f.causeId,
+          line: f.evidence ?? null,
+        }
+      : null,
     url: head?.url ?? null,
     head: head ? { node: head.node, pid: head.pid, logFile: head.logFile } : null,
     cluster: o.nodes?.cluster ?? null,
@@ -328,7 +401,10 @@ export function nodesEnvelope(o: ServeOutcome, exitCode: number, named: string |
   });
 }
 
-/** --json: nothing while it runs; one envelope at the end (a failure envelope names cause, evidence, fix). `nodes`: the nodes file as named, for a serve over nodes. */
+/**
+ * --json: nothing while it runs; one envelope at the end (a failure envelope names cause, evidence, fix). `nodes`: the
+ * nodes file as named, for a serve over nodes.
+ */
 export function jsonRenderer(exitCodeOf: (o: ServeOutcome) => number, nodes?: string): ServeRenderer {
   return {
     preflight() {},
@@ -339,7 +415,12 @@ export function jsonRenderer(exitCodeOf: (o: ServeOutcome) => number, nodes?: st
           status: 'preflight-failed',
           exitCode: 1,
           profile,
-          failure: { cause: 'preflight', checks: pf.report.checks.filter((x) => x.status === 'fail').map((x) => ({ id: x.id, observed: x.observed, fix: x.fix ?? null })) },
+          failure: {
+            cause: 'preflight',
+            checks: pf.report.checks
+              .filter((x) => x.status === 'fail')
+              .map((x) => ({ id: x.id, observed: x.observed, fix: x.fix ?? null })),
+          },
           replicas: [],
         }),
       );

@@ -1,12 +1,20 @@
-// serve: flags (validated by cli.ts) -> profile read once (the profile file, the model's files, the
-// installed vLLM or the image) -> preflight (typed GPU facts) -> the plan, made again from what was
-// read against the GPUs preflight saw -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
+// serve: flags (validated by cli.ts) -> profile read once (the profile file, the model's files, the installed vLLM or
+// the image) -> preflight (typed GPU facts) -> the plan, made again from what was read against the GPUs preflight saw
+// -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
 import { interrupts } from '../../util/interrupt.js';
 import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, launchRecord, withFingerprint, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
+import {
+  buildServePlan,
+  launchRecord,
+  withFingerprint,
+  readSecrets,
+  replicaRun,
+  withRouterFlag,
+  type ServePlan,
+} from '../../engine/plan.js';
 import { validateServeFlags, type ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
@@ -19,7 +27,18 @@ import { HAPROXY_MALLOC_ENV } from '../../profiles/haproxy.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
-import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, pinsAt, readPins, writePin, writePinFile, type ImagePinDecision } from '../../engine/pins.js';
+import {
+  decideImagePin,
+  inspectForPin,
+  movedLine,
+  pinLine,
+  pinOfDecision,
+  pinsAt,
+  readPins,
+  writePin,
+  writePinFile,
+  type ImagePinDecision,
+} from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
 import { containerCliArgs } from '../../engine/runtime/container.js';
 
@@ -66,7 +85,10 @@ function planEnvelope(plan: ServePlan) {
   };
 }
 
-/** On unified memory (a DGX Spark) what the server leaves to the OS, the page cache and everything else: one line, or undefined on a GPU with its own memory. */
+/**
+ * On unified memory (a DGX Spark) what the server leaves to the OS, the page cache and everything else: one line, or
+ * undefined on a GPU with its own memory.
+ */
 function osShare(r: Pick<Prepared, 'platform' | 'host' | 'profile'>): string | undefined {
   if (!r.platform.gpu.unifiedMemory || !r.host.gpuMemoryBytes) return undefined;
   const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
@@ -91,7 +113,11 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   if (os) note(c.dim(os));
   const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
-    say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, ${x.uds ? `socket ${commentValue(x.uds)}` : `port ${x.port}`}, log ${commentValue(x.logFile)}`));
+    say(
+      c.dim(
+        `# replica ${x.index}: GPUs ${x.gpus.join(',')}, ${x.uds ? `socket ${commentValue(x.uds)}` : `port ${x.port}`}, log ${commentValue(x.logFile)}`,
+      ),
+    );
     const line = rt.render(replicaRun(plan, x), '<marker>');
     for (const n of line.notes ?? []) say(c.dim(`# ${n.what}: ${commentValue(n.value)}`));
     // the key is named, never written: its value is read from the variable the profile names
@@ -121,7 +147,9 @@ function routerNote(plan: ServePlan) {
   note(
     c.dim(
       `note: no router: clients pick one of ${plan.replicas.length} ports (${plan.replicas.map((x) => x.port).join(', ')}); ${
-        haproxy ? '--router (or router: in the profile) puts HAProxy in front of them' : `--router needs HAProxy, which is not installed here (${INSTALL_FIX})`
+        haproxy
+          ? '--router (or router: in the profile) puts HAProxy in front of them'
+          : `--router needs HAProxy, which is not installed here (${INSTALL_FIX})`
       }`,
     ),
   );
@@ -136,12 +164,20 @@ async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<b
   const running = await alreadyRunning(stateDir(), profile);
   if (!running) return false;
   const names = running.replicas.map((x) => `${x.name} (port ${x.port}, pid ${x.pid})`).join(', ');
-  if (opts.foreground) throw new UsageError(`${profile} is already running (${names}): serve --foreground would not own it`, [`sparkctl stop ${profile} first, then start it here (or under systemd)`]);
-  if (running.unhealthy.length)
-    throw new UsageError(`${profile} is already running, but ${running.unhealthy.join(', ')} does not answer /health: nothing started`, [
-      `sparkctl restart ${profile} starts it again; sparkctl probe ${profile} says what is wrong; sparkctl stop ${profile} stops it`,
+  if (opts.foreground)
+    throw new UsageError(`${profile} is already running (${names}): serve --foreground would not own it`, [
+      `sparkctl stop ${profile} first, then start it here (or under systemd)`,
     ]);
-  const endpoint = running.router ? `${running.router.url} (the router)` : running.replicas.map((x) => x.url).join(', ');
+  if (running.unhealthy.length)
+    throw new UsageError(
+      `${profile} is already running, but ${running.unhealthy.join(', ')} does not answer /health: nothing started`,
+      [
+        `sparkctl restart ${profile} starts it again; sparkctl probe ${profile} says what is wrong; sparkctl stop ${profile} stops it`,
+      ],
+    );
+  const endpoint = running.router
+    ? `${running.router.url} (the router)`
+    : running.replicas.map((x) => x.url).join(', ');
   if (opts.json)
     say(
       envelope('serve', {
@@ -149,12 +185,24 @@ async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<b
         exitCode: 0,
         alreadyRunning: true,
         failure: null,
-        replicas: running.replicas.map((x) => ({ name: x.name, url: x.url, port: x.port, gpus: x.gpus, pid: x.pid, readyMs: null, failure: null, prewarm: null, probe: null })),
+        replicas: running.replicas.map((x) => ({
+          name: x.name,
+          url: x.url,
+          port: x.port,
+          gpus: x.gpus,
+          pid: x.pid,
+          readyMs: null,
+          failure: null,
+          prewarm: null,
+          probe: null,
+        })),
       }),
     );
   else {
     say(`${profile} is already running and healthy: ${names}; nothing started`);
-    say(`clients use ${endpoint}; sparkctl restart ${profile} applies a changed profile, sparkctl stop ${profile} stops it`);
+    say(
+      `clients use ${endpoint}; sparkctl restart ${profile} applies a changed profile, sparkctl stop ${profile} stops it`,
+    );
   }
   return true;
 }
@@ -180,14 +228,17 @@ export async function run(profileName: string, opts: ServeOptions) {
     pin: { stateDir: stateDir(), repin: opts.repin },
   };
   if (opts.dryRun) return dryRun(profileName, opts, reads);
-  // read: the profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read
+  // read: the profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it
+  // read
   await pullBeforeReading(profileName, opts);
   const loaded = await prepare(profileName, { ...reads, readHost: false });
   if (await sayAlreadyRunning(loaded.profile.name, opts)) return;
   // The model before the GPUs: absent, serve refuses (or --pull fetches it) before any check or launch.
   const gate = await modelGate(loaded.profile, opts);
   const { textRenderer, jsonRenderer } = await import('./render.js');
-  const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: opts.engine === 'sim' });
+  const render = opts.json
+    ? jsonRenderer(codeOf)
+    : textRenderer({ profile: loaded.profile.name, simulated: opts.engine === 'sim' });
   const seen = await preflight(loaded, opts, render);
   // plan: the profile validated once, against the host preflight saw; then the runtime's own checks
   const { plan, pin } = await planned(profileName, opts, { ...reads, prior: loaded.read }, seen, gate);
@@ -205,10 +256,19 @@ export async function run(profileName: string, opts: ServeOptions) {
 const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
 type Renderer = ReturnType<Awaited<typeof import('./render.js')>['textRenderer']>;
 
-/** --dry-run: the host serve would see (its GPUs, the model's files and the installed vLLM, all read, bounded), and the plan; nothing spawned. */
+/**
+ * --dry-run: the host serve would see (its GPUs, the model's files and the installed vLLM, all read, bounded), and the
+ * plan; nothing spawned.
+ */
 async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Promise<void> {
   const r = await prepare(profileName, reads);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, imageId: r.image?.id, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
+  const plan = buildServePlan(r, {
+    ...opts,
+    imageEntrypoint: r.image?.entrypoint,
+    imageId: r.image?.id,
+    installedVllm: r.vllm.installed,
+    installedLoaders: loadersOf(opts),
+  });
   pinNotes(plan, r.imagePin, opts.json);
   plan.warnings.unshift(...versionWarnings(r.vllm, true));
   applyGate(plan, await modelGate(r.profile, opts));
@@ -233,7 +293,11 @@ interface Seen {
 }
 
 /** The blocking checks (refused: exit from the table); the host's shape comes from its typed GPU facts. */
-async function preflight(loaded: Awaited<ReturnType<typeof prepare>>, opts: ServeOptions, render: Renderer): Promise<Seen> {
+async function preflight(
+  loaded: Awaited<ReturnType<typeof prepare>>,
+  opts: ServeOptions,
+  render: Renderer,
+): Promise<Seen> {
   const sim = opts.engine === 'sim';
   const seen: Seen = { platform: opts.platform ?? loaded.profile.platform };
   if (sim && !opts.json) {
@@ -244,17 +308,32 @@ async function preflight(loaded: Awaited<ReturnType<typeof prepare>>, opts: Serv
   if (opts.skipPreflight) return seen;
   const { servePreflight } = await import('./preflight.js');
   // --router is checked like a router: block (HAProxy installed, its ports free).
-  const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, { engine: opts.engine, platform: opts.platform, stateDir: stateDir() });
+  const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, {
+    engine: opts.engine,
+    platform: opts.platform,
+    stateDir: stateDir(),
+  });
   render.preflight(pf, sim);
   if (pf.report.checks.some((x) => x.status === 'fail')) {
     render.preflightFailed(pf, loaded.profile.name);
     throw new ExitWith(exitCodeOf('preflight-failed'));
   }
-  return { platform: pf.platform.name, host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus), gpuFacts: pf.gpus, ...(pf.topology ? { topology: pf.topology } : {}) };
+  return {
+    platform: pf.platform.name,
+    host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus),
+    gpuFacts: pf.gpus,
+    ...(pf.topology ? { topology: pf.topology } : {}),
+  };
 }
 
 /** The serve plan for the host preflight saw, its warnings said, the model gate applied. */
-async function planned(profileName: string, opts: ServeOptions, reads: Reads, seen: Seen, gate: Awaited<ReturnType<typeof modelGate>>) {
+async function planned(
+  profileName: string,
+  opts: ServeOptions,
+  reads: Reads,
+  seen: Seen,
+  gate: Awaited<ReturnType<typeof modelGate>>,
+) {
   const sim = opts.engine === 'sim';
   const { host, gpuFacts } = seen;
   const r = await prepare(profileName, {
@@ -271,7 +350,10 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     imageId: r.image?.id,
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
-    launch: withFingerprint(launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile), await hostFingerprint(opts, r.vllm.image)),
+    launch: withFingerprint(
+      launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
+      await hostFingerprint(opts, r.vllm.image),
+    ),
     ...(seen.topology ? { topology: seen.topology } : {}),
   });
   pinNotes(plan, r.imagePin, opts.json);
@@ -288,7 +370,10 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
   return { plan, pin: r.imagePin };
 }
 
-/** The host install this serve starts (engine vllm, runtime host): its version and its environment's packages, or undefined. */
+/**
+ * The host install this serve starts (engine vllm, runtime host): its version and its environment's packages, or
+ * undefined.
+ */
 async function hostFingerprint(opts: ServeOptions, image: string | undefined) {
   if (opts.engine !== 'vllm' || image) return undefined;
   const { vllmFingerprint } = await import('../../engine/vllm-version.js');
@@ -310,7 +395,10 @@ async function recordPin(plan: ServePlan, pin: ImagePinDecision, json?: boolean)
   const images = runtimeFor(plan).images;
   if (d.state === 'unpinned' && images) {
     const inspected = await inspectForPin(images, containerCliArgs(plan.profile), d.ref);
-    d = { ...decideImagePin(d.ref, readPins(stateDir(), plan.profile.name, pin.lock), inspected), ...(pin.lock ? { lock: pin.lock } : {}) };
+    d = {
+      ...decideImagePin(d.ref, readPins(stateDir(), plan.profile.name, pin.lock), inspected),
+      ...(pin.lock ? { lock: pin.lock } : {}),
+    };
     if (d.state !== 'unpinned' && !json) note(c.dim(pinLine(d)));
   }
   const p = pinOfDecision(d, plan.profile.engine.vllmVersion);

@@ -9,7 +9,10 @@ import { clusterStatus, type ClusterStatus } from '../../engine/cluster/index.js
 import { c, table } from '../../output/format.js';
 import { shownEscaped as shown } from '../../util/control.js';
 
-/** The registry's servers over nodes (Registry.servers()), each with its nodes' Ray state and the head's server (for `status`). */
+/**
+ * The registry's servers over nodes (Registry.servers()), each with its nodes' Ray state and the head's server (for
+ * `status`).
+ */
 export async function clusterStatuses(records: readonly ClusterRecord[]): Promise<ClusterStatus[]> {
   return Promise.all(
     records.map(async (rec) => {
@@ -25,7 +28,8 @@ export async function clusterStatuses(records: readonly ClusterRecord[]): Promis
 }
 
 export function renderClusterStatus(s: ClusterStatus): string {
-  const state = s.state === 'healthy' ? c.green('healthy') : s.state === 'degraded' ? c.yellow('degraded') : c.red('down');
+  const state =
+    s.state === 'healthy' ? c.green('healthy') : s.state === 'degraded' ? c.yellow('degraded') : c.red('down');
   const lines = [
     `${c.bold(s.record.profile)}  cluster ${state}  head ${s.record.head}  server ${s.server === 'healthy' ? c.green('healthy') : c.red(`${s.server} (${shown(s.serverDetail ?? '')})`)}  ${s.record.url}  pid ${s.record.pid}  --nodes ${s.record.nodesFile}`,
   ];
@@ -56,7 +60,10 @@ export function renderClusterStatus(s: ClusterStatus): string {
   return lines.join('\n');
 }
 
-/** The ranks of each multi-node server in containers on another image than its pin (engine/drift.ts clustersDrift), read over ssh. */
+/**
+ * The ranks of each multi-node server in containers on another image than its pin (engine/drift.ts clustersDrift), read
+ * over ssh.
+ */
 export async function clusterDrift(records: ClusterRecord[]) {
   const { clustersDrift } = await import('../../engine/drift.js');
   if (!records.some((r) => r.ranks?.some((k) => k.containerId))) return { drift: [], unreadable: [] };

@@ -3,10 +3,16 @@ import type { Registry } from '../../engine/registry.js';
 import { c } from '../../output/format.js';
 import { runningGateway, gatewayUrl } from '../../gateway/control.js';
 
-/** The gateway as status shows it (the `gateway` key of --json): from the registry's launch record and the keeper's details. */
+/**
+ * The gateway as status shows it (the `gateway` key of --json): from the registry's launch record and the keeper's
+ * details.
+ */
 interface GatewayStatus {
   state: 'running' | 'starting' | 'degraded' | 'unproven';
-  /** launched by gateway up (stop --all and gateway down stop it); false: a foreground `gateway run` (its service manager's) */
+  /**
+   * launched by gateway up (stop --all and gateway down stop it); false: a foreground `gateway run` (its service
+   * manager's)
+   */
   managed: boolean;
   pid: number;
   haproxyPid?: number;
@@ -42,7 +48,12 @@ export function gatewayStatus(reg: Registry): GatewayStatus | undefined {
     return undefined;
   }
   const base = { managed: true, pid: e.launch.pid, logFile: e.launch.logFile };
-  if (e.proof.state === 'unproven') return { ...base, state: 'unproven', why: `${e.proof.reason} (never signalled; sparkctl gateway down --force-forget drops the record)` };
+  if (e.proof.state === 'unproven')
+    return {
+      ...base,
+      state: 'unproven',
+      why: `${e.proof.reason} (never signalled; sparkctl gateway down --force-forget drops the record)`,
+    };
   if (e.proof.state === 'degraded')
     return {
       ...base,
@@ -53,7 +64,8 @@ export function gatewayStatus(reg: Registry): GatewayStatus | undefined {
 }
 
 export function gatewayLine(g: GatewayStatus): string {
-  if (g.state !== 'running') return `gateway: ${g.state === 'starting' ? c.yellow('starting') : c.red(g.state.toUpperCase())} (keeper pid ${g.pid})`;
+  if (g.state !== 'running')
+    return `gateway: ${g.state === 'starting' ? c.yellow('starting') : c.red(g.state.toUpperCase())} (keeper pid ${g.pid})`;
   const n = g.models?.length ?? 0;
   return `gateway: ${c.green('running')} on ${g.url} (keeper pid ${g.pid}, HAProxy pid ${g.haproxyPid}): ${n} model${n === 1 ? '' : 's'}${n ? ` (${g.models!.join(', ')})` : ''}${g.managed ? '' : ' [foreground: not stopped by stop --all]'}`;
 }

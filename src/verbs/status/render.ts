@@ -20,7 +20,8 @@ export function instanceJson(r: InstanceStatus) {
     health: r.health,
     ...(r.health === 'sleeping' ? { sleep: { level: r.sleepLevel ?? null } } : {}),
     port: r.inst.port,
-    // a replica on vLLM's --uds: its socket (url is then http+unix://, which sparkctl's readers take); its port is not listened on
+    // a replica on vLLM's --uds: its socket (url is then http+unix://, which sparkctl's readers take); its port is not
+    // listened on
     ...(r.inst.uds ? { socket: r.inst.uds } : {}),
     url: targetFromInstance(r.inst).url,
     gpus: r.inst.gpus,
@@ -42,7 +43,11 @@ export function instanceTable(rows: readonly InstanceStatus[]): string {
       // what identifies it: a pid, or a container's id (its processes are the runtime's)
       runtimeOf(r.inst).describe(r.inst).shown,
       r.process === 'alive' ? c.green('alive') : c.red(r.process),
-      r.health.startsWith('healthy') ? c.green(r.health) : r.health === 'sleeping' ? c.bold(`sleeping${r.sleepLevel ? ` (level ${r.sleepLevel})` : ''}`) : c.yellow(r.health),
+      r.health.startsWith('healthy')
+        ? c.green(r.health)
+        : r.health === 'sleeping'
+          ? c.bold(`sleeping${r.sleepLevel ? ` (level ${r.sleepLevel})` : ''}`)
+          : c.yellow(r.health),
       r.inst.uds ? 'socket' : String(r.inst.port),
       r.alive ? formatDuration(r.uptimeMs) : '-',
       r.inst.gpus.join(',') + (r.inst.engine === 'sim' ? ' (sim)' : ''),

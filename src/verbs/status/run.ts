@@ -8,7 +8,8 @@ import { gatewayStatus, gatewayLine } from './gateway.js';
 import { instanceJson, instanceTable, whyNote } from './render.js';
 
 export async function run(opts: { json?: boolean }) {
-  // read: every entry's process and health, the gateway, the multi-node servers (serve --nodes: the head's server and each node's Ray)
+  // read: every entry's process and health, the gateway, the multi-node servers (serve --nodes: the head's server and
+  // each node's Ray)
   const reg = new Registry(stateDir());
   const servers = reg.servers();
   const all = onHost(servers);
@@ -21,7 +22,10 @@ export async function run(opts: { json?: boolean }) {
   const { clusterStatuses, renderClusterStatus, clusterDrift } = await import('./clusters.js');
   const clusters = await clusterStatuses(overNodes(servers));
   // a server's record over nodes that cannot be read is left where it is (it may be a running cluster's)
-  for (const c of reg.corruptOf('nodes')) note(`unreadable cluster record ${c.file} (${c.reason}): left in place; mend it or move it aside, then sparkctl stop PROFILE --nodes FILE`);
+  for (const c of reg.corruptOf('nodes'))
+    note(
+      `unreadable cluster record ${c.file} (${c.reason}): left in place; mend it or move it aside, then sparkctl stop PROFILE --nodes FILE`,
+    );
   // a server on another image than its pin, or on a host vLLM that changed under it (engine/drift.ts)
   const { driftOf } = await import('../../engine/drift.js');
   const { drift, unreadable } = await driftOf(
@@ -36,9 +40,23 @@ export async function run(opts: { json?: boolean }) {
   if (opts.json) {
     const { startOf, rankStartsOf } = await import('../../engine/start-shape.js');
     // the starts as the record kept them, checked (a state file is hostile): null / [] when absent or malformed
-    const cl = clusters.map((x) => ({ ...x.record, start: startOf(x.record.start), starts: rankStartsOf(x.record.starts), state: x.state, server: x.server, nodes: x.nodes }));
+    const cl = clusters.map((x) => ({
+      ...x.record,
+      start: startOf(x.record.start),
+      starts: rankStartsOf(x.record.starts),
+      state: x.state,
+      server: x.server,
+      nodes: x.nodes,
+    }));
     return say(
-      envelope('status', { gateway: gateway ?? null, clusters: cl, instances: rows.map(instanceJson), corrupt: reg.corrupt, drift, ...(unreadable.length ? { pinsUnreadable: unreadable } : {}) }),
+      envelope('status', {
+        gateway: gateway ?? null,
+        clusters: cl,
+        instances: rows.map(instanceJson),
+        corrupt: reg.corrupt,
+        drift,
+        ...(unreadable.length ? { pinsUnreadable: unreadable } : {}),
+      }),
     );
   }
   if (gateway) {
@@ -54,5 +72,8 @@ export async function run(opts: { json?: boolean }) {
   for (const r of rows.filter((x) => x.why)) note(whyNote(r));
   for (const d of drift) note(`${c.yellow(d.kind === 'image' ? 'not on its pin' : 'vLLM changed')}: ${d.line}`);
   for (const u of unreadable) note(`${c.yellow('pins unreadable')}: ${u}`);
-  if (stale.length) note(`removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`);
+  if (stale.length)
+    note(
+      `removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`,
+    );
 }

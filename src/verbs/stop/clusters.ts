@@ -30,11 +30,17 @@ interface ClusterTarget {
   name?: string;
 }
 
-/** A record is stopped only over the nodes it names: a nodes file without them is bad input, before anything is signalled. */
+/**
+ * A record is stopped only over the nodes it names: a nodes file without them is bad input, before anything is
+ * signalled.
+ */
 function checkNodes(rec: ClusterRecord, nf: NodesFile, file: string) {
   const missing = nodesMissing(rec, nf);
   if (missing.length)
-    throw new UsageError(`${rec.profile} runs on ${missing.join(', ')}, which ${file} does not name (its record names ${rec.nodesFile})`, [`sparkctl stop ${rec.profile} --nodes ${rec.nodesFile}`]);
+    throw new UsageError(
+      `${rec.profile} runs on ${missing.join(', ')}, which ${file} does not name (its record names ${rec.nodesFile})`,
+      [`sparkctl stop ${rec.profile} --nodes ${rec.nodesFile}`],
+    );
 }
 
 /**
@@ -43,7 +49,11 @@ function checkNodes(rec: ClusterRecord, nf: NodesFile, file: string) {
  * the nodes themselves. Without: the records NAME (or --all) names, each over the nodes file it
  * names; a record whose nodes file cannot be read is bad input naming it.
  */
-export function clusterTargets(recorded: () => ClusterRecord[], name: string | undefined, opts: { all?: boolean; nodes?: string }): ClusterTarget[] {
+export function clusterTargets(
+  recorded: () => ClusterRecord[],
+  name: string | undefined,
+  opts: { all?: boolean; nodes?: string },
+): ClusterTarget[] {
   if (opts.nodes) {
     // the nodes file first: bad input is said before the state folder is touched
     const nf = loadNodesFile(opts.nodes);
@@ -57,9 +67,10 @@ export function clusterTargets(recorded: () => ClusterRecord[], name: string | u
     try {
       nf = loadNodesFile(rec.nodesFile);
     } catch (e) {
-      throw new UsageError(`${rec.profile} is served over nodes, and the nodes file its record names cannot be read: ${(e as Error).message}`, [
-        `sparkctl stop ${rec.profile} --nodes FILE (the nodes it runs on)`,
-      ]);
+      throw new UsageError(
+        `${rec.profile} is served over nodes, and the nodes file its record names cannot be read: ${(e as Error).message}`,
+        [`sparkctl stop ${rec.profile} --nodes FILE (the nodes it runs on)`],
+      );
     }
     checkNodes(rec, nf, rec.nodesFile);
     return { nf, rec, name: rec.profile };
@@ -86,7 +97,8 @@ async function stopOne({ nf, rec, name }: ClusterTarget, timeoutS: number): Prom
           ? `left alone: ${detail} (the record is kept; check ${where} by hand)`
           : `could not be signalled (${detail})`;
   if (e.state === 'not-recorded') lines.push(`vLLM: nothing recorded${name ? ` for ${name}` : ''}`);
-  else if (out.executor === 'native') for (const x of out.ranks ?? []) lines.push(`vLLM rank ${x.rank} on ${x.node}: ${said(x.state, x.detail, x.node)}`);
+  else if (out.executor === 'native')
+    for (const x of out.ranks ?? []) lines.push(`vLLM rank ${x.rank} on ${x.node}: ${said(x.state, x.detail, x.node)}`);
   else lines.push(`vLLM on ${e.node}: ${said(e.state, e.detail, 'the head')}`);
   for (const x of out.ray) lines.push(`ray on ${x.node}: ${x.ok ? 'stopped' : `ray stop failed (${x.detail})`}`);
   const bad = (st: string) => st === 'failed' || st === 'unproven';
@@ -103,7 +115,13 @@ async function stopOne({ nf, rec, name }: ClusterTarget, timeoutS: number): Prom
 }
 
 /** The --json form of a cluster's stop (stop-nodes, and stop's clusters). */
-export const clusterStopJson = (x: ClusterStopped) => ({ profile: x.profile ?? null, executor: x.out.executor, engine: x.out.engine, ray: x.out.ray, ranks: x.out.ranks ?? [] });
+export const clusterStopJson = (x: ClusterStopped) => ({
+  profile: x.profile ?? null,
+  executor: x.out.executor,
+  engine: x.out.engine,
+  ray: x.out.ray,
+  ranks: x.out.ranks ?? [],
+});
 
 /** stop --nodes: the stop-nodes envelope (or a line per rank and node), exit 1 on what was left. */
 export function sayNodesStop(done: ClusterStopped[], json?: boolean): void {

@@ -19,7 +19,8 @@ export default createCommand({
     ['--force-forget', 'drop entries whose processes cannot be proven ours, without signalling anything'],
     ['--json', 'machine-readable output'],
   ],
-  description: 'stop servers: SIGTERM to the process group, wait while vLLM drains, SIGKILL; say what happened to in-flight requests; verify port and GPUs are free',
+  description:
+    'stop servers: SIGTERM to the process group, wait while vLLM drains, SIGKILL; say what happened to in-flight requests; verify port and GPUs are free',
   help: '\nExamples:\n  sparkctl stop qwen3.5-9b\n  sparkctl stop --all --grace 60s',
   handler: lazy(() => import('./run.js')),
 });

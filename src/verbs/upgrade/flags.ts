@@ -5,23 +5,50 @@ import { collect, durationArg, PROFILE_OPTIONS } from '../args.js';
 export default createCommand({
   name: 'upgrade',
   args: [['<profile>', 'a running profile (its replicas, and its router when it has one)']],
-  description: 'try a new image or vLLM on a canary, compare it with the running replicas on the same requests, then roll it out one replica at a time, or roll back',
+  description:
+    'try a new image or vLLM on a canary, compare it with the running replicas on the same requests, then roll it out one replica at a time, or roll back',
   options: [
-    ['--image <ref>', 'the candidate image (engine.runtime container): pinned to its digest (or image ID) before anything starts'],
-    ['--vllm <version>', 'the candidate vLLM version (the simulator plays it; on the host, the vllm of --vllm-bin must be it)'],
+    [
+      '--image <ref>',
+      'the candidate image (engine.runtime container): pinned to its digest (or image ID) before anything starts',
+    ],
+    [
+      '--vllm <version>',
+      'the candidate vLLM version (the simulator plays it; on the host, the vllm of --vllm-bin must be it)',
+    ],
     ['--vllm-bin <path>', "the candidate's vllm executable (another environment); its version is read from it"],
-    ['--candidate-set <field=value>', 'a profile override for the candidate only, kept with its pin (a flag the new vLLM needs, a chat-template file); repeatable', collect, []],
-    ['--canary-gpus <list>', "without a router: the canary beside the replicas on these GPUs (a comma list, contiguous, as many as one replica uses: 4,5); serve's co-location rule still decides"],
-    ['--nodes <file>', 'a profile served over nodes: the nodes file (default: the one its record names; the same nodes either way)'],
+    [
+      '--candidate-set <field=value>',
+      'a profile override for the candidate only, kept with its pin (a flag the new vLLM needs, a chat-template file); repeatable',
+      collect,
+      [],
+    ],
+    [
+      '--canary-gpus <list>',
+      "without a router: the canary beside the replicas on these GPUs (a comma list, contiguous, as many as one replica uses: 4,5); serve's co-location rule still decides",
+    ],
+    [
+      '--nodes <file>',
+      'a profile served over nodes: the nodes file (default: the one its record names; the same nodes either way)',
+    ],
     [
       '--canary-nodes <file>',
       "over nodes: spare nodes (their own nodes file, none of the server's, the server's shape) where the candidate runs as PROFILE-canary beside the running server, compared first; only a pass upgrades the server",
     ],
     ['--rollback', 'back to the pin before the current one, the same way (canary, compare, roll)'],
     ['--no-roll', 'compare only: the canary is undone whatever the verdict'],
-    ['--no-pull', "never pull: an --image that is not here is refused (by default upgrade pulls it with the runtime's own pull, 30 min deadline, progress on stderr)"],
-    ['--dry-run', 'show what changes (options, changed defaults and renames, metrics, the memory plan), where the canary would run and the thresholds; start nothing'],
-    new Option('--drain-timeout <duration>', "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)")
+    [
+      '--no-pull',
+      "never pull: an --image that is not here is refused (by default upgrade pulls it with the runtime's own pull, 30 min deadline, progress on stderr)",
+    ],
+    [
+      '--dry-run',
+      'show what changes (options, changed defaults and renames, metrics, the memory plan), where the canary would run and the thresholds; start nothing',
+    ],
+    new Option(
+      '--drain-timeout <duration>',
+      "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)",
+    )
       .argParser(durationArg('--drain-timeout', 'ms', true))
       .default(600_000, '10m'),
     ['--json', 'machine-readable output'],

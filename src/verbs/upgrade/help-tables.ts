@@ -7,7 +7,10 @@ import { readHelp, type HelpSide } from '../../upgrade/help-read.js';
 import { vllmArgsOfRendered } from '../../upgrade/diff.js';
 import type { Profile } from '../../profiles/schema.js';
 
-/** The profile field that renders a vLLM option (profiles/render.ts), for a rename's fix; engine.extraArgs where the option is written there. */
+/**
+ * The profile field that renders a vLLM option (profiles/render.ts), for a rename's fix; engine.extraArgs where the
+ * option is written there.
+ */
 const FIELD_OF: Record<string, string> = {
   '--dtype': 'engine.dtype',
   '--max-model-len': 'engine.maxModelLen',
@@ -39,11 +42,28 @@ export function fieldOfFlag(p: Pick<Profile, 'engine'>, flag: string): string | 
   return FIELD_OF[flag];
 }
 
-/** Both sides read (at once, each from its cache where it has one) and compared for the candidate's rendered argv; a side with nothing to ask: not read, said. */
-export async function compareSides(dir: string, a: HelpSide | undefined, b: HelpSide | undefined, candArgv: string[], candProfile: Pick<Profile, 'engine'>): Promise<FlagsRead> {
+/**
+ * Both sides read (at once, each from its cache where it has one) and compared for the candidate's rendered argv; a
+ * side with nothing to ask: not read, said.
+ */
+export async function compareSides(
+  dir: string,
+  a: HelpSide | undefined,
+  b: HelpSide | undefined,
+  candArgv: string[],
+  candProfile: Pick<Profile, 'engine'>,
+): Promise<FlagsRead> {
   if (!a || !b) return { why: `no ${!a ? 'current' : 'candidate'} vLLM to ask` };
   const [ra, rb] = await Promise.all([readHelp(a, { stateDir: dir }), readHelp(b, { stateDir: dir })]);
   const rendered = renderedOptions(vllmArgsOfRendered(candArgv));
   const empty = { entries: [], findings: [] };
-  return { changes: flagChanges(ra.table ?? empty, rb.table ?? empty, rendered, { current: ra.read, candidate: rb.read }, (f) => fieldOfFlag(candProfile, f)) };
+  return {
+    changes: flagChanges(
+      ra.table ?? empty,
+      rb.table ?? empty,
+      rendered,
+      { current: ra.read, candidate: rb.read },
+      (f) => fieldOfFlag(candProfile, f),
+    ),
+  };
 }

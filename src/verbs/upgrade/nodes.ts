@@ -8,7 +8,15 @@ import { basename, resolve } from 'node:path';
 import { Registry, readLaunch, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import type { NodesFile } from '../../profiles/schema.js';
-import { allNodes, planCluster, readImageIds, imageMismatch, stopCluster, nodesMissing, type PlannedCluster } from '../../engine/cluster/index.js';
+import {
+  allNodes,
+  planCluster,
+  readImageIds,
+  imageMismatch,
+  stopCluster,
+  nodesMissing,
+  type PlannedCluster,
+} from '../../engine/cluster/index.js';
 import { imageOnNodes } from '../../engine/cluster/node-runtime.js';
 import { readSecrets, executableFor } from '../../engine/plan.js';
 import { flagsFields, type FlagsRead } from '../../upgrade/flag-defaults.js';
@@ -17,7 +25,15 @@ import { compareSides } from './help-tables.js';
 import { imageLine, refOf } from '../../engine/cluster/node-container.js';
 import { imageIdOf } from '../../engine/runtime/ops.js';
 import { graceMsOf } from '../../engine/stop.js';
-import { imagePinOfNodes, readPins, rollbackPins, writePin, writePinFile, isPinnedRef, type Pin } from '../../engine/pins.js';
+import {
+  imagePinOfNodes,
+  readPins,
+  rollbackPins,
+  writePin,
+  writePinFile,
+  isPinnedRef,
+  type Pin,
+} from '../../engine/pins.js';
 import { targetFromUrl } from '../../health/target.js';
 import { interrupts } from '../../util/interrupt.js';
 import { stateDir } from '../common.js';
@@ -63,7 +79,10 @@ const EXIT: Record<UpgradeStatus, ExitCode> = {
   interrupted: ExitCode.launchFailed,
 };
 
-/** How serve --nodes started the cluster, or bad input with the upgrade by hand (a record written before sparkctl kept it). */
+/**
+ * How serve --nodes started the cluster, or bad input with the upgrade by hand (a record written before sparkctl kept
+ * it).
+ */
 function launchOrRefuse(rec: ClusterRecord): ClusterLaunch {
   const read = readLaunch('nodes', rec);
   if (read.launch) return read.launch;
@@ -79,7 +98,10 @@ function launchOrRefuse(rec: ClusterRecord): ClusterLaunch {
   );
 }
 
-/** One --set per field, the last given (an upgrade's sets go on top of serve's: the record keeps them without piling up). */
+/**
+ * One --set per field, the last given (an upgrade's sets go on top of serve's: the record keeps them without piling
+ * up).
+ */
 export function lastOfEach(sets: string[]): string[] {
   const field = (x: string) => x.slice(0, Math.max(0, x.indexOf('='))) || x;
   return sets.filter((x, i) => !sets.slice(i + 1).some((y) => field(y) === field(x)));
@@ -106,7 +128,11 @@ function serveOpts(l: ClusterLaunch, nodesFile: string, extra: string[], prewarm
 async function planSide(l: ClusterLaunch, nf: NodesFile, nodesFile: string, extra: string[]): Promise<PlannedCluster> {
   const o = serveOpts(l, nodesFile, extra);
   const { readForNodes } = await import('../../engine/inputs.js');
-  const t = await readForNodes(l.asked, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, o);
+  const t = await readForNodes(
+    l.asked,
+    { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) },
+    o,
+  );
   const pin = imagePinOfNodes(t.loaded, stateDir());
   const loaded = pin.pinned ? { ...t.loaded, profile: withContainerImage(t.loaded.profile, pin.pinned.run) } : t.loaded;
   return planCluster(l.asked, nf, { ...o, nodesFile: resolve(nodesFile), loaded, modelRead: t.modelRead });
@@ -116,7 +142,10 @@ interface NodesCandidate {
   sets: string[];
   image?: { ref?: string; id: string };
   rollback?: ReturnType<typeof rollbackPins>;
-  /** how the candidate image got onto every node: each line said in the plan (pulled here, copied to a node, already there) */
+  /**
+   * how the candidate image got onto every node: each line said in the plan (pulled here, copied to a node, already
+   * there)
+   */
   imageSteps?: string[];
   /** what each node held under the reference before it was given the candidate's bytes (a node on another build) */
   copied?: Array<{ node: string; had?: string; bytes: number }>;
@@ -124,12 +153,20 @@ interface NodesCandidate {
   wouldPull?: boolean;
 }
 
-/** Each node's ID of the image the plan runs, over every nodes file given (each read with its own file's ssh settings). */
-async function idsOn(pc: PlannedCluster, files: NodesFile[]): Promise<Array<{ node: string; id?: string; error?: string }>> {
+/**
+ * Each node's ID of the image the plan runs, over every nodes file given (each read with its own file's ssh settings).
+ */
+async function idsOn(
+  pc: PlannedCluster,
+  files: NodesFile[],
+): Promise<Array<{ node: string; id?: string; error?: string }>> {
   return (await Promise.all(files.map((f) => readImageIds(f, stepsOn(pc, f))))).flat();
 }
 
-/** The one image ID every node of every file holds for the reference, or bad input naming the nodes that differ (nothing stopped yet). */
+/**
+ * The one image ID every node of every file holds for the reference, or bad input naming the nodes that differ (nothing
+ * stopped yet).
+ */
 async function oneIdOn(pc: PlannedCluster, files: NodesFile[], what: string, fix: string): Promise<string> {
   const ids = await idsOn(pc, files);
   const bad = imageMismatch(imageOnNodes(pc)!.image, ids);
@@ -188,7 +225,8 @@ async function candidateOnNodes(
     .flatMap((f) => f.nodes ?? [])
     .filter((n) => n.status === 'copied')
     .map((n) => ({ node: n.node, ...(n.had ? { had: n.had } : {}), bytes: n.bytes }));
-  // read back on every node by the node's own runtime: one ID everywhere, the one here (a refusal now names the tags the copy replaced)
+  // read back on every node by the node's own runtime: one ID everywhere, the one here (a refusal now names the tags
+  // the copy replaced)
   const id = await tagsNamed(copied, c0.cli, ref, async () => {
     const id = await oneIdOn(pc, files, `--image ${ref}`, fix);
     const local = await localImage({ cli: c0.cli, cliArgs, image: ref });
@@ -215,7 +253,12 @@ async function candidateOnNodes(
  * `f`, after the candidate was copied over the nodes' tag: a refusal (any SparkError) it throws names
  * the nodes whose tag was replaced and how to put each back (tagsReplacedLines), then goes on.
  */
-export async function tagsNamed<T>(copied: NodesCandidate['copied'], cli: string, ref: string | undefined, f: () => Promise<T>): Promise<T> {
+export async function tagsNamed<T>(
+  copied: NodesCandidate['copied'],
+  cli: string,
+  ref: string | undefined,
+  f: () => Promise<T>,
+): Promise<T> {
   try {
     return await f();
   } catch (e) {
@@ -224,8 +267,17 @@ export async function tagsNamed<T>(copied: NodesCandidate['copied'], cli: string
   }
 }
 
-/** The candidate pulled here where it is not, then copied to every node of each file (the server's, then the canary's: each with its own ssh settings). */
-async function copyToNodes(opts: NodesUpgradeOptions, cli: ContainerCli, cliArgs: string[], ref: string, files: NodesFile[]): Promise<CandidateImage[]> {
+/**
+ * The candidate pulled here where it is not, then copied to every node of each file (the server's, then the canary's:
+ * each with its own ssh settings).
+ */
+async function copyToNodes(
+  opts: NodesUpgradeOptions,
+  cli: ContainerCli,
+  cliArgs: string[],
+  ref: string,
+  files: NodesFile[],
+): Promise<CandidateImage[]> {
   const { candidateImage } = await import('../../upgrade/candidate-image.js');
   const { ofCli } = await import('../../engine/runtime/index.js');
   const ac = interrupts();
@@ -247,7 +299,8 @@ async function copyToNodes(opts: NodesUpgradeOptions, cli: ContainerCli, cliArgs
         }),
       );
   } catch (e) {
-    if (e instanceof SparkError && !(e instanceof ExitWith)) throw new SparkError(`${e.message}; nothing was stopped`, e.exitCode, e.details);
+    if (e instanceof SparkError && !(e instanceof ExitWith))
+      throw new SparkError(`${e.message}; nothing was stopped`, e.exitCode, e.details);
     throw e;
   } finally {
     ac.off();
@@ -255,49 +308,87 @@ async function copyToNodes(opts: NodesUpgradeOptions, cli: ContainerCli, cliArgs
   return fetched;
 }
 
-/** The plan's container steps, one per node of another nodes file (the same image and runtime): what readImageIds asks each node. */
+/**
+ * The plan's container steps, one per node of another nodes file (the same image and runtime): what readImageIds asks
+ * each node.
+ */
 function stepsOn(pc: PlannedCluster, nf: NodesFile): PlannedCluster['steps'] {
   const s0 = pc.steps.find((s) => s.container)!;
   return allNodes(nf).map((n) => ({ ...s0, node: n.name, address: n.address }));
 }
 
-async function candidateOf(name: string, opts: NodesUpgradeOptions, l: ClusterLaunch, nf: NodesFile, file: string, dir: string, canaryNf?: NodesFile): Promise<NodesCandidate> {
+async function candidateOf(
+  name: string,
+  opts: NodesUpgradeOptions,
+  l: ClusterLaunch,
+  nf: NodesFile,
+  file: string,
+  dir: string,
+  canaryNf?: NodesFile,
+): Promise<NodesCandidate> {
   if (opts.vllmBin)
-    throw new UsageError(`--vllm-bin: ${name} is served over nodes: each node's own vLLM install is not read by upgrade`, [
-      'over nodes the candidate is an image: --image REF (engine.runtime container)',
-    ]);
+    throw new UsageError(
+      `--vllm-bin: ${name} is served over nodes: each node's own vLLM install is not read by upgrade`,
+      ['over nodes the candidate is an image: --image REF (engine.runtime container)'],
+    );
   if (opts.canaryGpus)
-    throw new UsageError(`--canary-gpus: ${name} is served over nodes: a canary over nodes runs on spare nodes (--canary-nodes FILE), not on GPUs of the server's`, [
-      'leave --canary-gpus out; --canary-nodes FILE for a canary beside the running server',
-    ]);
+    throw new UsageError(
+      `--canary-gpus: ${name} is served over nodes: a canary over nodes runs on spare nodes (--canary-nodes FILE), not on GPUs of the server's`,
+      ['leave --canary-gpus out; --canary-nodes FILE for a canary beside the running server'],
+    );
   if (opts.rollback) {
     const pins = readPins(dir, name);
     const back = pins ? rollbackPins(pins) : undefined;
-    if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
-    return { sets: back.to.sets, ...(back.to.imageId ? { image: { ref: back.to.image, id: back.to.imageId } } : {}), rollback: back };
+    if (!back)
+      throw new UsageError(`${name}: no earlier pin to roll back to`, [
+        'sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set',
+      ]);
+    return {
+      sets: back.to.sets,
+      ...(back.to.imageId ? { image: { ref: back.to.image, id: back.to.imageId } } : {}),
+      rollback: back,
+    };
   }
   if (opts.image) {
     const pc = await planSide(l, nf, file, [`container.image=${opts.image}`]);
     const c0 = imageOnNodes(pc);
-    if (!c0) throw new UsageError(`--image: ${name} runs on the nodes' hosts (engine.runtime host), not in containers`, [`serve it over the nodes with --runtime container to upgrade by image`]);
+    if (!c0)
+      throw new UsageError(`--image: ${name} runs on the nodes' hosts (engine.runtime host), not in containers`, [
+        `serve it over the nodes with --runtime container to upgrade by image`,
+      ]);
     const got = await candidateOnNodes(name, opts, pc, canaryNf ? [nf, canaryNf] : [nf], file);
     return { sets: [`container.image=${got.image?.id ?? opts.image}`, ...opts.candidateSet], ...got };
   }
   if (l.engine !== 'sim')
-    throw new UsageError(`--vllm ${opts.vllm}: ${name} is served over nodes: each node's own vLLM install is not read by upgrade`, [
-      `over nodes the candidate is an image with that vLLM: --image REF (the same image ID on every node)`,
-    ]);
+    throw new UsageError(
+      `--vllm ${opts.vllm}: ${name} is served over nodes: each node's own vLLM install is not read by upgrade`,
+      [`over nodes the candidate is an image with that vLLM: --image REF (the same image ID on every node)`],
+    );
   // the simulator plays the version it is given: the stand-in for another vLLM on every node
   return { sets: [`engine.vllmVersion=${opts.vllm}`, ...opts.candidateSet] };
 }
 
 function thresholdsOf(pc: PlannedCluster): Thresholds {
   const u = pc.resolved.profile.upgrade;
-  return { ttftRatio: u.ttftRatio, tpotRatio: u.tpotRatio, throughputRatio: u.throughputRatio, goldenSameVersion: u.goldenSameVersion, goldenOtherVersion: u.goldenOtherVersion };
+  return {
+    ttftRatio: u.ttftRatio,
+    tpotRatio: u.tpotRatio,
+    throughputRatio: u.throughputRatio,
+    goldenSameVersion: u.goldenSameVersion,
+    goldenOtherVersion: u.goldenOtherVersion,
+  };
 }
 
-/** serve --nodes' own path, quiet; what it came to (a refusal before launch, a failed launch, an unhealthy probe, Ctrl-C). */
-async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewarm = l.prewarm): Promise<{ served: NodesServed; why?: string; refusal?: UsageError }> {
+/**
+ * serve --nodes' own path, quiet; what it came to (a refusal before launch, a failed launch, an unhealthy probe,
+ * Ctrl-C).
+ */
+async function serveSide(
+  l: ClusterLaunch,
+  file: string,
+  extra: string[],
+  prewarm = l.prewarm,
+): Promise<{ served: NodesServed; why?: string; refusal?: UsageError }> {
   const { serveNodes } = await import('../serve/nodes.js');
   try {
     const out = await serveNodes(l.asked, serveOpts(l, file, extra, prewarm), { quiet: true });
@@ -306,12 +397,17 @@ async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewar
     if (out.status === 'interrupted') return { served: 'interrupted' };
     // one failure shape for both placements (engine/diagnose.ts): its one-line detail
     const f = out.replicas[0]?.failure ?? out.nodes?.failure;
-    const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : (f?.detail ?? out.status);
+    const why =
+      out.status === 'unhealthy'
+        ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}`
+        : (f?.detail ?? out.status);
     return { served: out.status === 'unhealthy' ? 'unhealthy' : 'launch-failed', why };
   } catch (e) {
     if (e instanceof UsageError) return { served: 'refused', why: e.message, refusal: e };
-    if (e instanceof LaunchError || e instanceof ProblemsFound) return { served: 'launch-failed', why: (e as Error).message };
-    // anything else still ends in the decision (the previous pin served again, or said loudly): never a bare exit 70 with the nodes empty
+    if (e instanceof LaunchError || e instanceof ProblemsFound)
+      return { served: 'launch-failed', why: (e as Error).message };
+    // anything else still ends in the decision (the previous pin served again, or said loudly): never a bare exit 70
+    // with the nodes empty
     return { served: 'launch-failed', why: `serve --nodes failed: ${(e as Error).message ?? String(e)}` };
   }
 }
@@ -320,7 +416,13 @@ async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewar
  * Stop the profile's cluster as recorded now (undefined: nothing left; a string: what was left, named).
  * `served`: how this run served it, where it did: served and no readable record is left, never "stopped".
  */
-async function stopSide(dir: string, name: string, nf: NodesFile, signal: AbortSignal, served?: NodesServed): Promise<{ left?: string }> {
+async function stopSide(
+  dir: string,
+  name: string,
+  nf: NodesFile,
+  signal: AbortSignal,
+  served?: NodesServed,
+): Promise<{ left?: string }> {
   const reg = new Registry(dir);
   const rec = reg.clusters().find((x) => x.profile === name);
   if (!rec) {
@@ -331,14 +433,21 @@ async function stopSide(dir: string, name: string, nf: NodesFile, signal: AbortS
   const out = await stopCluster(nf, dir, rec, graceMsOf({}) / 1000, signal);
   const bad = (s: string) => s === 'failed' || s === 'unproven';
   const left = [
-    ...(bad(out.engine.state) ? [`vLLM on ${out.engine.node}: ${out.engine.state}${out.engine.detail ? ` (${out.engine.detail})` : ''}`] : []),
-    ...(out.ranks ?? []).filter((r) => bad(r.state) && r.rank > 0).map((r) => `rank ${r.rank} on ${r.node}: ${r.state}${r.detail ? ` (${r.detail})` : ''}`),
+    ...(bad(out.engine.state)
+      ? [`vLLM on ${out.engine.node}: ${out.engine.state}${out.engine.detail ? ` (${out.engine.detail})` : ''}`]
+      : []),
+    ...(out.ranks ?? [])
+      .filter((r) => bad(r.state) && r.rank > 0)
+      .map((r) => `rank ${r.rank} on ${r.node}: ${r.state}${r.detail ? ` (${r.detail})` : ''}`),
     ...out.ray.filter((r) => !r.ok).map((r) => `ray on ${r.node}: ${r.detail}`),
   ];
   return left.length ? { left: left.join('; ') } : {};
 }
 
-/** The image ID every rank's container runs now, each asked on its node by its recorded ID (undefined: not in containers, not read, or the ranks differ). */
+/**
+ * The image ID every rank's container runs now, each asked on its node by its recorded ID (undefined: not in
+ * containers, not read, or the ranks differ).
+ */
 async function runningImageId(rec: ClusterRecord, nf: NodesFile): Promise<{ id?: string; why?: string }> {
   const refs = (rec.ranks ?? []).map((r) => refOf(r)).filter((x) => x !== undefined);
   if (!refs.length) return {};
@@ -416,7 +525,10 @@ interface NodesDone {
   canary?: { candidate?: Measured; verdict?: Verdict; url?: string };
 }
 
-/** read: the record, the nodes, both sides planned, the candidate's image on every node, what runs now (undefined: nothing to upgrade, said). */
+/**
+ * read: the record, the nodes, both sides planned, the candidate's image on every node, what runs now (undefined:
+ * nothing to upgrade, said).
+ */
 async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Promise<NodesUpgrade | undefined> {
   const dir = stateDir();
   const name = rec0.profile;
@@ -426,27 +538,55 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
   const nf = loadNodesFile(file);
   const missing = nodesMissing(rec0, nf);
   if (missing.length)
-    throw new UsageError(`${name} runs on ${missing.join(', ')}, which ${file} does not name (its record names ${rec0.nodesFile})`, [`sparkctl upgrade ${name} --nodes ${rec0.nodesFile}`]);
+    throw new UsageError(
+      `${name} runs on ${missing.join(', ')}, which ${file} does not name (its record names ${rec0.nodesFile})`,
+      [`sparkctl upgrade ${name} --nodes ${rec0.nodesFile}`],
+    );
   const nodes = allNodes(nf).map((n) => n.name);
   // read: both sides planned over the nodes as serve --nodes plans them; the canary's spare nodes checked
   // before anything is copied; the candidate on every node (the canary's too)
   const cur = await planSide(l, nf, file, []);
   const canaryNf = opts.canaryNodes ? canaryNodesOf(name, opts.canaryNodes, nf, cur) : undefined;
-  // the canary planned there before anything is pulled or copied (the candidate as given); again below with its image ID
-  if (canaryNf) await canaryPlan(name, opts, l, canaryNf, [...(opts.image ? [`container.image=${opts.image}`] : []), ...(opts.vllm ? [`engine.vllmVersion=${opts.vllm}`] : []), ...opts.candidateSet]);
+  // the canary planned there before anything is pulled or copied (the candidate as given); again below with its image
+  // ID
+  if (canaryNf)
+    await canaryPlan(name, opts, l, canaryNf, [
+      ...(opts.image ? [`container.image=${opts.image}`] : []),
+      ...(opts.vllm ? [`engine.vllmVersion=${opts.vllm}`] : []),
+      ...opts.candidateSet,
+    ]);
   // the candidate planned over the server's nodes as it will serve (by the reference; its key read) before
   // anything is copied: a refusal here leaves every node's tag as it was
-  if (opts.image && opts.pull && !opts.dryRun) readSecrets((await planSide(l, nf, file, [...opts.set, `container.image=${opts.image}`, ...opts.candidateSet])).resolved.profile);
+  if (opts.image && opts.pull && !opts.dryRun)
+    readSecrets(
+      (await planSide(l, nf, file, [...opts.set, `container.image=${opts.image}`, ...opts.candidateSet])).resolved
+        .profile,
+    );
   const cand0 = await candidateOf(name, opts, l, nf, file, dir, canaryNf);
   // after the copy: a refusal names the nodes whose tag it replaced, with the command that puts each back
-  return tagsNamed(cand0.copied, imageOnNodes(cur)?.cli ?? 'podman', cand0.image?.ref, () => afterCopy(rec0, opts, { dir, name, l, file, nf, nodes, cur, canaryNf, cand0 }));
+  return tagsNamed(cand0.copied, imageOnNodes(cur)?.cli ?? 'podman', cand0.image?.ref, () =>
+    afterCopy(rec0, opts, { dir, name, l, file, nf, nodes, cur, canaryNf, cand0 }),
+  );
 }
 
-/** read, once the candidate is on every node: its plan, the canary's with its ID, what runs now, the flags (undefined: unchanged, said). */
+/**
+ * read, once the candidate is on every node: its plan, the canary's with its ID, what runs now, the flags (undefined:
+ * unchanged, said).
+ */
 async function afterCopy(
   rec0: ClusterRecord,
   opts: NodesUpgradeOptions,
-  r: { dir: string; name: string; l: ClusterLaunch; file: string; nf: NodesFile; nodes: string[]; cur: PlannedCluster; canaryNf?: NodesFile; cand0: NodesCandidate },
+  r: {
+    dir: string;
+    name: string;
+    l: ClusterLaunch;
+    file: string;
+    nf: NodesFile;
+    nodes: string[];
+    cur: PlannedCluster;
+    canaryNf?: NodesFile;
+    cand0: NodesCandidate;
+  },
 ): Promise<NodesUpgrade | undefined> {
   const { dir, name, l, file, nf, nodes, cur, canaryNf, cand0 } = r;
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
@@ -463,27 +603,77 @@ async function afterCopy(
       ),
     };
   else if (cand0.rollback && cand0.image && candImage)
-    await oneIdOn(cand, every, `the previous pin ${cand0.image.id}`, `load it on every node (${candImage.cli} save ${cand0.image.id} | ssh NODE ${candImage.cli} load)`);
+    await oneIdOn(
+      cand,
+      every,
+      `the previous pin ${cand0.image.id}`,
+      `load it on every node (${candImage.cli} save ${cand0.image.id} | ssh NODE ${candImage.cli} load)`,
+    );
   // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
   // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
   const running = await runningImageId(rec0, nf);
-  const curId = running.id ? [running.id] : imageOnNodes(cur) ? (await readImageIds(nf, cur.steps)).map((x) => x.id) : [];
+  const curId = running.id
+    ? [running.id]
+    : imageOnNodes(cur)
+      ? (await readImageIds(nf, cur.steps)).map((x) => x.id)
+      : [];
   const currentId = curId.length && curId.every((x) => x && x === curId[0]) ? curId[0] : undefined;
-  if (running.why && !opts.json) note(`${c.yellow('warning')}: the ranks do not run one image (${running.why}): the previous pin served again on a failure is ${currentId ?? 'the profile as served'}`);
+  if (running.why && !opts.json)
+    note(
+      `${c.yellow('warning')}: the ranks do not run one image (${running.why}): the previous pin served again on a failure is ${currentId ?? 'the profile as served'}`,
+    );
   if (cand0.image && currentId === cand0.image.id && !opts.candidateSet.length && !opts.rollback) {
     // the canary's spare nodes may have been given the candidate over another build: said, with the way back
     const replaced = tagsReplacedLines(cand0.copied, imageOnNodes(cur)?.cli ?? 'podman', opts.image ?? currentId);
     if (opts.json)
-      say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', where: 'nodes', image: currentId, ...(replaced.length ? { tagsReplaced: replaced } : {}), exitCode: 0 }));
-    else say([`${name}: every node already runs ${opts.image} (image ${currentId.slice(0, 12)}): nothing to upgrade, nothing stopped`, ...replaced].join('\n  '));
+      say(
+        envelope('upgrade', {
+          profile: name,
+          action: 'upgrade',
+          status: 'unchanged',
+          where: 'nodes',
+          image: currentId,
+          ...(replaced.length ? { tagsReplaced: replaced } : {}),
+          exitCode: 0,
+        }),
+      );
+    else
+      say(
+        [
+          `${name}: every node already runs ${opts.image} (image ${currentId.slice(0, 12)}): nothing to upgrade, nothing stopped`,
+          ...replaced,
+        ].join('\n  '),
+      );
     return undefined;
   }
   const secrets = readSecrets(cand.resolved.profile);
   // auto: the version the running head says it runs (the candidate's is read once it serves)
-  const from = sideVersion(cur.resolved.profile.engine.vllmVersion, await versionAt(rec0, readSecrets(cur.resolved.profile)));
+  const from = sideVersion(
+    cur.resolved.profile.engine.vllmVersion,
+    await versionAt(rec0, readSecrets(cur.resolved.profile)),
+  );
   const to = cand.resolved.profile.engine.vllmVersion;
   const flags = await nodesFlags(dir, l.engine, cur, cand, cand0, currentId, from, to);
-  return { rec0, opts, dir, name, l, file, nf, nodes, cur, cand, cand0, currentId, from, to, thresholds: thresholdsOf(cand), secrets, flags, ...(canary ? { canary } : {}) };
+  return {
+    rec0,
+    opts,
+    dir,
+    name,
+    l,
+    file,
+    nf,
+    nodes,
+    cur,
+    cand,
+    cand0,
+    currentId,
+    from,
+    to,
+    thresholds: thresholdsOf(cand),
+    secrets,
+    flags,
+    ...(canary ? { canary } : {}),
+  };
 }
 
 /**
@@ -491,12 +681,20 @@ async function afterCopy(
  * image HERE by its ID (every node holds that ID: checked above, oneIdOn / the ranks' own answer),
  * the simulator playing the version for native ranks; undefined with why where nothing can be asked.
  */
-export function nodesHelpSide(pc: PlannedCluster, engine: 'vllm' | 'sim', version: string, id: string | undefined, what: string): { side?: HelpSide; why?: string } {
+export function nodesHelpSide(
+  pc: PlannedCluster,
+  engine: 'vllm' | 'sim',
+  version: string,
+  id: string | undefined,
+  what: string,
+): { side?: HelpSide; why?: string } {
   const img = imageOnNodes(pc);
   if (img)
     return id
       ? { side: { kind: 'image', cli: img.cli, cliArgs: containerCliArgs(pc.resolved.profile), image: id, id } }
-      : { why: `the ${what} image's ID is not known here (${what === 'candidate' ? 'not pulled: --dry-run pulls nothing' : 'the ranks do not run one image'})` };
+      : {
+          why: `the ${what} image's ID is not known here (${what === 'candidate' ? 'not pulled: --dry-run pulls nothing' : 'the ranks do not run one image'})`,
+        };
   if (engine === 'sim') return { side: { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) } };
   return { why: `the ${what} vLLM runs on each node's host: its install is not read by upgrade` };
 }
@@ -519,7 +717,10 @@ async function nodesFlags(
   return compareSides(dir, a.side, b.side, cand.replica.argv, cand.resolved.profile);
 }
 
-/** --canary-nodes FILE: spare nodes that share none with the server and hold its shape (TP x PP), else bad input (nothing read from them yet). */
+/**
+ * --canary-nodes FILE: spare nodes that share none with the server and hold its shape (TP x PP), else bad input
+ * (nothing read from them yet).
+ */
 function canaryNodesOf(name: string, canaryFile: string, nf: NodesFile, cur: PlannedCluster): NodesFile {
   const cnf = loadNodesFile(canaryFile);
   const p = cur.resolved.profile.parallel;
@@ -528,15 +729,25 @@ function canaryNodesOf(name: string, canaryFile: string, nf: NodesFile, cur: Pla
   return cnf;
 }
 
-/** The candidate planned over the spare nodes as NAME-canary, as serve --nodes would plan it there (its refusals named as --canary-nodes'). */
-async function canaryPlan(name: string, opts: NodesUpgradeOptions, l: ClusterLaunch, cnf: NodesFile, candSets: string[]): Promise<NodesCanary> {
+/**
+ * The candidate planned over the spare nodes as NAME-canary, as serve --nodes would plan it there (its refusals named
+ * as --canary-nodes').
+ */
+async function canaryPlan(
+  name: string,
+  opts: NodesUpgradeOptions,
+  l: ClusterLaunch,
+  cnf: NodesFile,
+  candSets: string[],
+): Promise<NodesCanary> {
   const file = opts.canaryNodes!;
   const cname = `${name}-canary`;
   const sets = [...opts.set, ...candSets, `name=${cname}`];
   try {
     await planSide(l, cnf, file, sets);
   } catch (e) {
-    if (e instanceof UsageError) throw new UsageError(`--canary-nodes ${file}: the candidate cannot be planned there: ${e.message}`, e.details);
+    if (e instanceof UsageError)
+      throw new UsageError(`--canary-nodes ${file}: the candidate cannot be planned there: ${e.message}`, e.details);
     throw e;
   }
   if (new Registry(stateDir()).clusters().some((x) => x.profile === cname))
@@ -546,7 +757,10 @@ async function canaryPlan(name: string, opts: NodesUpgradeOptions, l: ClusterLau
   return { name: cname, file, nf: cnf, nodes: allNodes(cnf).map((n) => n.name), sets };
 }
 
-/** plan: the in-place plan and the version diff, said (on stderr before the act; on stdout for --dry-run); whether it was a dry run. */
+/**
+ * plan: the in-place plan and the version diff, said (on stderr before the act; on stdout for --dry-run); whether it
+ * was a dry run.
+ */
 function showPlan(u: NodesUpgrade): boolean {
   const { opts, name, cand0, from, to } = u;
   const diff = versionDiff(from, to, u.cand.replica.argv);
@@ -625,10 +839,16 @@ const timer =
     }
   };
 
-/** The running cluster measured (the comparison's current side); one that cannot be compared against stops the upgrade before anything starts or stops. */
+/**
+ * The running cluster measured (the comparison's current side); one that cannot be compared against stops the upgrade
+ * before anything starts or stops.
+ */
 async function measureCurrent(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Promise<Measured> {
-  if (!u.opts.json) note(`measuring the running cluster at ${u.rec0.url} (probe, golden prompts, chat template, short bench)`);
-  const current = await timer(d)('measureCurrent', () => measure(targetOf(u.rec0, u.secrets), u.from, { ...measureSettings(u), signal }));
+  if (!u.opts.json)
+    note(`measuring the running cluster at ${u.rec0.url} (probe, golden prompts, chat template, short bench)`);
+  const current = await timer(d)('measureCurrent', () =>
+    measure(targetOf(u.rec0, u.secrets), u.from, { ...measureSettings(u), signal }),
+  );
   d.current = current;
   const unfit = signal.aborted ? undefined : currentUnfit(current);
   if (unfit)
@@ -657,7 +877,9 @@ async function onCanary(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Pro
     d.run.interrupted = true;
     return current;
   }
-  say2(`serving the candidate as ${k.name} over the ${k.nodes.length} spare nodes (${k.nodes.join(', ')}), beside ${u.name}`);
+  say2(
+    `serving the candidate as ${k.name} over the ${k.nodes.length} spare nodes (${k.nodes.join(', ')}), beside ${u.name}`,
+  );
   const s = await timed('serveCanary', () => serveSide(u.l, k.file, k.sets, true));
   cr.served = s.served;
   if (s.why) d.why.push(`the canary did not serve healthy: ${s.why}`);
@@ -668,29 +890,45 @@ async function onCanary(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Pro
     // both run now: the canary's answers, then the bench of both in turns (the running server's bench read
     // again beside the canary's, for this verdict; the in-place step after it compares with the one read alone,
     // as its candidate is measured alone)
-    const both = await timed('measureCanary', () => measureBeside(targetOf(u.rec0, u.secrets), current, targetOf(crec, u.secrets), d.to, { ...measureSettings(u), signal }));
+    const both = await timed('measureCanary', () =>
+      measureBeside(targetOf(u.rec0, u.secrets), current, targetOf(crec, u.secrets), d.to, {
+        ...measureSettings(u),
+        signal,
+      }),
+    );
     const candidate = both.candidate;
     const verdict = judge(both.current, candidate, u.thresholds);
     d.canary = { candidate, verdict, url: crec.url };
     cr.pass = verdict.pass;
     d.why.push(...verdict.why.map((x) => `canary: ${x}`));
-    if (!u.opts.json) for (const x of verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
+    if (!u.opts.json)
+      for (const x of verdict.comparisons)
+        note(
+          `  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`,
+        );
   }
   if (signal.aborted) d.run.interrupted = true;
   // the canary is stopped whatever came of it (also after Ctrl-C: its own deadline)
   say2(`stopping the canary ${k.name} on ${k.nodes.join(', ')}`);
-  cr.stop = await timed('stopCanary', () => stopSide(u.dir, k.name, k.nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000), s.served));
+  cr.stop = await timed('stopCanary', () =>
+    stopSide(u.dir, k.name, k.nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000), s.served),
+  );
   // refused as bad input there (nothing started): exit 2, as every other --canary-nodes refusal
   const refused = canaryRefusal(cr, s.refusal, signal.aborted, u.name, u.nodes);
   if (refused) throw refused;
   return current;
 }
 
-async function inPlace(u: NodesUpgrade, d: NodesDone = { run: { noRoll: !u.opts.roll }, to: u.to, why: [], timings: {} }, measured?: Measured): Promise<NodesDone> {
+async function inPlace(
+  u: NodesUpgrade,
+  d: NodesDone = { run: { noRoll: !u.opts.roll }, to: u.to, why: [], timings: {} },
+  measured?: Measured,
+): Promise<NodesDone> {
   const { opts, dir, name, nf, nodes, file, l, cand0, secrets } = u;
   const settings = measureSettings(u);
   // the previous pin, served again on a failure: the image every node ran, by ID (else as it was served)
-  const previousSets = u.currentId && !isPinnedRef(imageOnNodes(u.cur)?.image ?? '') ? [`container.image=${u.currentId}`] : [];
+  const previousSets =
+    u.currentId && !isPinnedRef(imageOnNodes(u.cur)?.image ?? '') ? [`container.image=${u.currentId}`] : [];
   const run = d.run;
   const timed = timer(d);
   const at: { stoppedAt?: number; candReadyAt?: number; stopCandAt?: number; prevReadyAt?: number } = {};
@@ -715,20 +953,30 @@ async function inPlace(u: NodesUpgrade, d: NodesDone = { run: { noRoll: !u.opts.
       if (s.why) d.why.push(`the candidate did not serve healthy: ${s.why}`);
       const crec = new Registry(dir).clusters().find((x) => x.profile === name);
       if (s.served === 'healthy' && crec) {
-        say2(`  candidate ready over ${nodes.length} nodes in ${formatDuration(Date.now() - t0)}; comparing at ${crec.url}`);
+        say2(
+          `  candidate ready over ${nodes.length} nodes in ${formatDuration(Date.now() - t0)}; comparing at ${crec.url}`,
+        );
         d.to = sideVersion(d.to, await versionAt(crec, secrets));
-        const candidate = await timed('measureCandidate', () => measure(targetOf(crec, secrets), d.to, { ...settings, signal: ac.signal }));
+        const candidate = await timed('measureCandidate', () =>
+          measure(targetOf(crec, secrets), d.to, { ...settings, signal: ac.signal }),
+        );
         d.candidate = candidate;
         d.verdict = judge(current, candidate, u.thresholds);
         run.pass = d.verdict.pass;
         d.why.push(...d.verdict.why);
-        if (!opts.json) for (const x of d.verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
+        if (!opts.json)
+          for (const x of d.verdict.comparisons)
+            note(
+              `  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`,
+            );
       }
       if (ac.signal.aborted) run.interrupted = true;
       if (afterCandidate(run.candidate, run.pass, run.noRoll) === 'back') {
         say2(`back to the previous pin: stopping the candidate, serving the previous over ${nodes.length} nodes`);
         at.stopCandAt = Date.now();
-        run.stopCandidate = await timed('stopCandidate', () => stopSide(dir, name, nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000), run.candidate));
+        run.stopCandidate = await timed('stopCandidate', () =>
+          stopSide(dir, name, nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000), run.candidate),
+        );
         // the previous pin is served again even after Ctrl-C: never leave the nodes without a server unasked
         if (run.stopCandidate.left === undefined) {
           const b = await timed('servePrevious', () => serveSide(l, file, previousSets));
@@ -745,7 +993,10 @@ async function inPlace(u: NodesUpgrade, d: NodesDone = { run: { noRoll: !u.opts.
   return d;
 }
 
-/** --canary-nodes: the canary beside the running server first; only a passing one (and not --no-roll) upgrades the server in place. */
+/**
+ * --canary-nodes: the canary beside the running server first; only a passing one (and not --no-roll) upgrades the
+ * server in place.
+ */
 async function canaryThenInPlace(u: NodesUpgrade): Promise<NodesDone> {
   const d: NodesDone = { run: { noRoll: !u.opts.roll }, to: u.to, why: [], timings: {} };
   const ac = interrupts();
@@ -760,8 +1011,17 @@ async function canaryThenInPlace(u: NodesUpgrade): Promise<NodesDone> {
   return inPlace(u, d, current);
 }
 
-/** record: the pin a roll leaves (the first upgrade keeps what ran before it, so --rollback knows where to go) and the history entry. */
-function recordUpgrade(u: NodesUpgrade, d: NodesDone, status: UpgradeStatus, pinsBefore: ReturnType<typeof readPins>, ms: number): void {
+/**
+ * record: the pin a roll leaves (the first upgrade keeps what ran before it, so --rollback knows where to go) and the
+ * history entry.
+ */
+function recordUpgrade(
+  u: NodesUpgrade,
+  d: NodesDone,
+  status: UpgradeStatus,
+  pinsBefore: ReturnType<typeof readPins>,
+  ms: number,
+): void {
   const { dir, name, cand0, cur, currentId, from } = u;
   if (status === 'rolled') {
     if (cand0.rollback?.next) writePinFile(dir, cand0.rollback.next);
@@ -770,7 +1030,9 @@ function recordUpgrade(u: NodesUpgrade, d: NodesDone, status: UpgradeStatus, pin
         const firstPin: Pin = {
           at: new Date().toISOString(),
           vllmVersion: from,
-          ...(currentId ? { image: cur.resolved.profile.container?.image, imagePinned: currentId, imageId: currentId } : {}),
+          ...(currentId
+            ? { image: cur.resolved.profile.container?.image, imagePinned: currentId, imageId: currentId }
+            : {}),
           sets: [`engine.vllmVersion=${from}`, ...(currentId ? [`container.image=${currentId}`] : [])],
         };
         writePin(dir, name, firstPin);
@@ -778,7 +1040,13 @@ function recordUpgrade(u: NodesUpgrade, d: NodesDone, status: UpgradeStatus, pin
       writePin(dir, name, {
         at: new Date().toISOString(),
         vllmVersion: d.to,
-        ...(cand0.image ? { image: cand0.image.ref ?? cur.resolved.profile.container?.image, imagePinned: cand0.image.id, imageId: cand0.image.id } : {}),
+        ...(cand0.image
+          ? {
+              image: cand0.image.ref ?? cur.resolved.profile.container?.image,
+              imagePinned: cand0.image.id,
+              imageId: cand0.image.id,
+            }
+          : {}),
         sets: [`engine.vllmVersion=${d.to}`, ...cand0.sets.filter((s) => !s.startsWith('engine.vllmVersion='))],
       });
     }
@@ -798,7 +1066,13 @@ function recordUpgrade(u: NodesUpgrade, d: NodesDone, status: UpgradeStatus, pin
 }
 
 /** What came of it: the envelope, or the lines (what serves now; loud where nothing healthy does). */
-function printUpgrade(u: NodesUpgrade, d: NodesDone, end: ReturnType<typeof nodesEnd>, ms: number, code: ExitCode): void {
+function printUpgrade(
+  u: NodesUpgrade,
+  d: NodesDone,
+  end: ReturnType<typeof nodesEnd>,
+  ms: number,
+  code: ExitCode,
+): void {
   const { opts, name, nodes, cand0, currentId, from } = u;
   if (opts.json) {
     say(
@@ -846,15 +1120,24 @@ function printUpgrade(u: NodesUpgrade, d: NodesDone, end: ReturnType<typeof node
   const k = u.canary;
   if (k && d.run.stopCurrent === undefined) {
     // the canary decided: the running server was never touched
-    if (end.status === 'compared') say(`${name}: the canary ${k.name} passed every comparison (--no-roll): stopped; ${name} serves as before over ${nodes.join(', ')}`);
+    if (end.status === 'compared')
+      say(
+        `${name}: the canary ${k.name} passed every comparison (--no-roll): stopped; ${name} serves as before over ${nodes.join(', ')}`,
+      );
     else
       say(
         `${c.red('not ' + what)} ${name}: ${d.why.join('\n  ') || end.status}\nthe canary ${k.name} on ${k.nodes.join(', ')} ${d.run.canary?.stop?.left === undefined && d.run.canary?.stop ? 'was stopped' : 'was NOT stopped'}; ${name} serves as before over ${nodes.join(', ')} (nothing of it was touched)`,
       );
   } else if (end.status === 'rolled')
-    say(`${c.green(what)} ${name}: vLLM ${from} -> ${d.to}${cand0.image ? ` (image ${cand0.image.id.slice(0, 12)})` : ''} on ${nodes.join(', ')} in ${formatDuration(ms)}; it passed every comparison`);
-  else if (end.status === 'compared') say(`${name}: the candidate passed every comparison (--no-roll: the previous pin serves again over every node)`);
-  else if (end.serving === 'previous') say(`${c.red('not ' + what)} ${name}: ${d.why.join('\n  ') || end.status}\nthe previous pin serves again over ${nodes.join(', ')} (vLLM ${from})`);
+    say(
+      `${c.green(what)} ${name}: vLLM ${from} -> ${d.to}${cand0.image ? ` (image ${cand0.image.id.slice(0, 12)})` : ''} on ${nodes.join(', ')} in ${formatDuration(ms)}; it passed every comparison`,
+    );
+  else if (end.status === 'compared')
+    say(`${name}: the candidate passed every comparison (--no-roll: the previous pin serves again over every node)`);
+  else if (end.serving === 'previous')
+    say(
+      `${c.red('not ' + what)} ${name}: ${d.why.join('\n  ') || end.status}\nthe previous pin serves again over ${nodes.join(', ')} (vLLM ${from})`,
+    );
   if (d.noServiceMs !== undefined && d.noServiceMs > 0)
     say(
       `no service over the nodes for ${formatDuration(d.noServiceMs)} in all (in place: ${Object.entries(d.timings)

@@ -20,7 +20,18 @@ import { flagsPlanLines, flagsFields, type FlagsRead } from '../../upgrade/flag-
 import type { HelpSide } from '../../upgrade/help-read.js';
 import { compareSides, fieldOfFlag } from './help-tables.js';
 import { executableFor } from '../../engine/plan.js';
-import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, isPinnedRef, lockFileOf, lockFix, lockNotWritable, type Pin } from '../../engine/pins.js';
+import {
+  readPins,
+  writePin,
+  rollbackPins,
+  writePinFile,
+  resolveImagePin,
+  isPinnedRef,
+  lockFileOf,
+  lockFix,
+  lockNotWritable,
+  type Pin,
+} from '../../engine/pins.js';
 import { candidateImage, type CandidateImage } from '../../upgrade/candidate-image.js';
 import type { RuntimeImages } from '../../engine/runtime/runtime.js';
 import type { ContainerCli } from '../../engine/runtime/container.js';
@@ -32,23 +43,35 @@ import type { UpgradeOptions } from './options.js';
 import { checkRecordedExec } from '../../engine/record-exec.js';
 import { containerCliArgs } from '../../engine/runtime/container.js';
 
-/** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
+/**
+ * --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from
+ * parallel.firstGpu).
+ */
 function canaryGpusOf(text: string | undefined): number[] | undefined {
   if (text === undefined) return undefined;
   const ids = /^\d{1,3}(,\d{1,3})*$/.test(text.trim()) ? text.trim().split(',').map(Number) : undefined;
-  if (!ids) throw new UsageError(`--canary-gpus: "${text.slice(0, 40)}" is not a list of GPU indices`, ['a comma list such as 4,5 (the GPUs the canary runs on)']);
+  if (!ids)
+    throw new UsageError(`--canary-gpus: "${text.slice(0, 40)}" is not a list of GPU indices`, [
+      'a comma list such as 4,5 (the GPUs the canary runs on)',
+    ]);
   if (ids.some((g, i) => i > 0 && g !== ids[i - 1]! + 1))
-    throw new UsageError(`--canary-gpus: ${text} is not a contiguous run of GPUs`, [`a replica runs on consecutive GPUs from its first: e.g. ${ids[0]},${ids[0]! + 1}`]);
+    throw new UsageError(`--canary-gpus: ${text} is not a contiguous run of GPUs`, [
+      `a replica runs on consecutive GPUs from its first: e.g. ${ids[0]},${ids[0]! + 1}`,
+    ]);
   return ids;
 }
 
 function checkInputs(opts: UpgradeOptions): void {
   const given = [opts.image && '--image', opts.vllm && '--vllm', opts.rollback && '--rollback'].filter(Boolean);
   if (given.length > 1 || (opts.rollback && opts.vllmBin))
-    throw new UsageError(`${[...given, opts.vllmBin && '--vllm-bin'].filter(Boolean).join(' and ')}: one candidate at a time`, [
-      '--image REF, or --vllm VERSION (with --vllm-bin PATH on a host), or --vllm-bin PATH, or --rollback',
+    throw new UsageError(
+      `${[...given, opts.vllmBin && '--vllm-bin'].filter(Boolean).join(' and ')}: one candidate at a time`,
+      ['--image REF, or --vllm VERSION (with --vllm-bin PATH on a host), or --vllm-bin PATH, or --rollback'],
+    );
+  if (!given.length && !opts.vllmBin)
+    throw new UsageError('upgrade: no candidate given', [
+      '--image REF (a container), --vllm VERSION, --vllm-bin PATH (another vllm install), or --rollback',
     ]);
-  if (!given.length && !opts.vllmBin) throw new UsageError('upgrade: no candidate given', ['--image REF (a container), --vllm VERSION, --vllm-bin PATH (another vllm install), or --rollback']);
 }
 
 /**
@@ -58,7 +81,9 @@ function checkInputs(opts: UpgradeOptions): void {
  * as the candidate (read: the long form), "another vLLM version": greedy answers and the chat template
  * were then judged by similarity, and a changed chat template passed (found by the real host run).
  */
-export function runningVersion(rec: { vllm: { resolved: string }; fingerprint?: { version: string } } | undefined): string | undefined {
+export function runningVersion(
+  rec: { vllm: { resolved: string }; fingerprint?: { version: string } } | undefined,
+): string | undefined {
   return rec?.fingerprint?.version ?? rec?.vllm.resolved;
 }
 
@@ -103,7 +128,12 @@ interface Candidate {
 }
 
 /** The candidate image here (pulled when it is not, unless --no-pull; --dry-run pulls nothing); progress on stderr. */
-async function fetchCandidate(opts: UpgradeOptions, cur: Relaunch, images: RuntimeImages, ref: string): Promise<CandidateImage> {
+async function fetchCandidate(
+  opts: UpgradeOptions,
+  cur: Relaunch,
+  images: RuntimeImages,
+  ref: string,
+): Promise<CandidateImage> {
   const rt = runtimeFor(cur.plan);
   const ac = interrupts();
   try {
@@ -129,14 +159,27 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
   if (opts.rollback) {
     const pins = readPins(dir, name, lockOf(cur));
     const back = pins ? rollbackPins(pins) : undefined;
-    if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
+    if (!back)
+      throw new UsageError(`${name}: no earlier pin to roll back to`, [
+        'sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set',
+      ]);
     // the pin file's executable runs again as root: only a file no one else could have replaced
     if (back.to.vllmBin) checkRecordedExec(back.to.vllmBin, `${name}: rollback`);
     const images = runtimeFor(cur.plan).images;
     // a pin by digest that is no longer here (pruned) is pulled by that digest: it cannot have moved
     const fetched =
-      images && back.to.imagePinned && isPinnedRef(back.to.imagePinned) && !/^[a-f0-9]{64}$/.test(back.to.imagePinned) ? await fetchCandidate(opts, cur, images, back.to.imagePinned) : undefined;
-    return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, imageId: back.to.imageId, rollback: back, ...(fetched ? { fetched } : {}) };
+      images && back.to.imagePinned && isPinnedRef(back.to.imagePinned) && !/^[a-f0-9]{64}$/.test(back.to.imagePinned)
+        ? await fetchCandidate(opts, cur, images, back.to.imagePinned)
+        : undefined;
+    return {
+      sets: back.to.sets,
+      vllmBin: back.to.vllmBin,
+      image: back.to.image,
+      imagePinned: back.to.imagePinned,
+      imageId: back.to.imageId,
+      rollback: back,
+      ...(fetched ? { fetched } : {}),
+    };
   }
   if (opts.image) {
     const images = runtimeFor(cur.plan).images;
@@ -145,17 +188,30 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
         `--vllm-bin PATH for another vLLM install on the host, or serve it with --runtime container`,
       ]);
     const fetched = await fetchCandidate(opts, cur, images, opts.image);
-    if (fetched.state === 'would-pull') return { sets: ['engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, fetched };
+    if (fetched.state === 'would-pull')
+      return { sets: ['engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, fetched };
     const pin = await resolveImagePin(images, containerCliArgs(cur.plan.profile), opts.image);
     // auto: the image's own vLLM decides the flags (read from the image, as serve reads it)
-    return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned, imageId: pin.id, fetched };
+    return {
+      sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet],
+      image: opts.image,
+      imagePinned: pin.pinned,
+      imageId: pin.id,
+      fetched,
+    };
   }
   return { sets: [`engine.vllmVersion=${opts.vllm ?? 'auto'}`, ...opts.candidateSet], vllmBin: opts.vllmBin };
 }
 
 function thresholdsOf(r: Relaunch): Thresholds {
   const u = r.plan.profile.upgrade;
-  return { ttftRatio: u.ttftRatio, tpotRatio: u.tpotRatio, throughputRatio: u.throughputRatio, goldenSameVersion: u.goldenSameVersion, goldenOtherVersion: u.goldenOtherVersion };
+  return {
+    ttftRatio: u.ttftRatio,
+    tpotRatio: u.tpotRatio,
+    throughputRatio: u.throughputRatio,
+    goldenSameVersion: u.goldenSameVersion,
+    goldenOtherVersion: u.goldenOtherVersion,
+  };
 }
 
 function memoryLine(r: Relaunch): string {
@@ -167,10 +223,22 @@ function memoryLine(r: Relaunch): string {
   }
 }
 
-function planLines(name: string, diff: VersionDiff, cur: Relaunch, cand: Relaunch, where: string, c0: Candidate, flags: FlagsRead): string[] {
+function planLines(
+  name: string,
+  diff: VersionDiff,
+  cur: Relaunch,
+  cand: Relaunch,
+  where: string,
+  c0: Candidate,
+  flags: FlagsRead,
+): string[] {
   const out = [`${name}: ${c0.rollback ? 'rollback' : 'upgrade'} plan`];
-  if (c0.image || c0.imagePinned) out.push(`  image: ${c0.image ?? '(pinned)'} -> ${c0.imagePinned} (pinned: serve and every restart use this, never a moved tag)`);
-  if (c0.fetched?.state === 'pulled') out.push(`  pulled: ${c0.imagePinned ?? c0.image} (in ${formatDuration(c0.fetched.pullMs ?? 0)})`);
+  if (c0.image || c0.imagePinned)
+    out.push(
+      `  image: ${c0.image ?? '(pinned)'} -> ${c0.imagePinned} (pinned: serve and every restart use this, never a moved tag)`,
+    );
+  if (c0.fetched?.state === 'pulled')
+    out.push(`  pulled: ${c0.imagePinned ?? c0.image} (in ${formatDuration(c0.fetched.pullMs ?? 0)})`);
   if (c0.vllmBin) out.push(`  vllm: ${cur.started.vllmBin} -> ${c0.vllmBin}`);
   out.push(...diffLines(diff).map((l) => `  ${l}`));
   out.push(...flagsPlanLines(flags, diff.from, diff.to).map((l) => `  ${l}`));
@@ -184,13 +252,27 @@ function planLines(name: string, diff: VersionDiff, cur: Relaunch, cand: Relaunc
 }
 
 /** Where a side's own `vllm serve --help=all` is asked: the simulator, the host's vllm, or its image. */
-async function helpSideOf(r: Relaunch, version: string, image: { ref?: string; id?: string } | undefined): Promise<HelpSide | undefined> {
+async function helpSideOf(
+  r: Relaunch,
+  version: string,
+  image: { ref?: string; id?: string } | undefined,
+): Promise<HelpSide | undefined> {
   const rt = runtimeFor(r.plan);
-  // the simulator in the host's place answers for itself; in an image, the image's own vllm is asked (as the runtime says where vLLM comes from)
-  if (r.plan.engine === 'sim' && rt.vllmFrom === 'host') return { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) };
+  // the simulator in the host's place answers for itself; in an image, the image's own vllm is asked (as the runtime
+  // says where vLLM comes from)
+  if (r.plan.engine === 'sim' && rt.vllmFrom === 'host')
+    return { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) };
   if (rt.images) {
     const ref = image?.id ?? image?.ref;
-    return ref ? { kind: 'image', cli: rt.kind as ContainerCli, cliArgs: containerCliArgs(r.plan.profile), image: ref, id: image?.id } : undefined;
+    return ref
+      ? {
+          kind: 'image',
+          cli: rt.kind as ContainerCli,
+          cliArgs: containerCliArgs(r.plan.profile),
+          image: ref,
+          id: image?.id,
+        }
+      : undefined;
   }
   return r.started.vllmBin ? { kind: 'host', vllmBin: r.started.vllmBin, version } : undefined;
 }
@@ -200,12 +282,29 @@ async function helpSideOf(r: Relaunch, version: string, image: { ref?: string; i
  * the options the candidate's argv renders and the ones it leaves to vLLM's defaults. The same
  * vLLM version on both sides has the same tables: not read.
  */
-async function flagsRead(dir: string, cur: Relaunch, cand: Relaunch, from: string, to: string, replicas: Entry[], c0: Candidate): Promise<FlagsRead> {
+async function flagsRead(
+  dir: string,
+  cur: Relaunch,
+  cand: Relaunch,
+  from: string,
+  to: string,
+  replicas: Entry[],
+  c0: Candidate,
+): Promise<FlagsRead> {
   if (from === to) return { why: `the same vLLM (${from}) on both sides: the same tables` };
   const images = runtimeFor(cur.plan).images;
   const ran = recordOf(replicas)?.image;
-  const curImage = images && ran ? { ref: ran, id: (await resolveImagePin(images, containerCliArgs(cur.plan.profile), ran).catch(() => undefined))?.id } : undefined;
-  const [a, b] = await Promise.all([helpSideOf(cur, from, curImage), helpSideOf(cand, to, { ref: c0.imagePinned ?? c0.image, id: c0.imageId })]);
+  const curImage =
+    images && ran
+      ? {
+          ref: ran,
+          id: (await resolveImagePin(images, containerCliArgs(cur.plan.profile), ran).catch(() => undefined))?.id,
+        }
+      : undefined;
+  const [a, b] = await Promise.all([
+    helpSideOf(cur, from, curImage),
+    helpSideOf(cand, to, { ref: c0.imagePinned ?? c0.image, id: c0.imageId }),
+  ]);
   return compareSides(dir, a, b, cand.plan.replicas[0]?.argv ?? [], cand.plan.profile);
 }
 
@@ -222,13 +321,17 @@ function renderer(json: boolean | undefined): (e: UpgradeEvent) => void {
         if (e.event.type === 'ready') note(`  ${e.event.replica}: ready in ${formatDuration(e.event.ms)}`);
         else if (e.event.type === 'back') note(`  ${e.event.replica}: back in rotation`);
         else if (e.event.type === 'aborted') note(`  ${e.event.replica}: ${c.red('stopped')}: ${e.event.cause}`);
-        else if (e.event.type === 'started') note(`  ${e.event.replica}: started${e.event.changes.length ? ` (${e.event.changes.join('; ')})` : ''}`);
+        else if (e.event.type === 'started')
+          note(`  ${e.event.replica}: started${e.event.changes.length ? ` (${e.event.changes.join('; ')})` : ''}`);
         break;
       case 'measuring':
         note(`comparing: ${e.side} at ${shownAddress(e.url)} (probe, golden prompts, short bench)`);
         break;
       case 'verdict':
-        for (const x of e.verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
+        for (const x of e.verdict.comparisons)
+          note(
+            `  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`,
+          );
         break;
       case 'roll':
         note(`rolling the candidate to ${e.replicas.join(', ')}, one at a time`);
@@ -248,23 +351,45 @@ const EXIT: Record<UpgradeStatus, ExitCode> = {
   interrupted: ExitCode.launchFailed,
 };
 
-/** --canary-gpus, checked against where the canary runs (behind the router: in a replica's place, on its GPUs) and one replica's GPU count. */
-function canaryGpusFor(opts: UpgradeOptions, name: string, routed: boolean, cur: Relaunch, cand: Relaunch): number[] | undefined {
+/**
+ * --canary-gpus, checked against where the canary runs (behind the router: in a replica's place, on its GPUs) and one
+ * replica's GPU count.
+ */
+function canaryGpusFor(
+  opts: UpgradeOptions,
+  name: string,
+  routed: boolean,
+  cur: Relaunch,
+  cand: Relaunch,
+): number[] | undefined {
   const canaryGpus = canaryGpusOf(opts.canaryGpus);
   if (canaryGpus && routed)
-    throw new UsageError(`--canary-gpus: behind the router the canary runs in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name}, on its GPUs`, [
-      `leave --canary-gpus out (the other replicas serve while it is the canary)`,
-    ]);
+    throw new UsageError(
+      `--canary-gpus: behind the router the canary runs in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name}, on its GPUs`,
+      [`leave --canary-gpus out (the other replicas serve while it is the canary)`],
+    );
   const perReplica = cand.plan.replicas[0]?.gpus.length ?? 0;
   if (canaryGpus && canaryGpus.length !== perReplica)
-    throw new UsageError(`--canary-gpus: ${canaryGpus.join(',')} is ${canaryGpus.length} GPU(s); one replica of ${name} uses ${perReplica}`, [
-      `--canary-gpus ${Array.from({ length: perReplica }, (_, i) => canaryGpus[0]! + i).join(',')}`,
-    ]);
+    throw new UsageError(
+      `--canary-gpus: ${canaryGpus.join(',')} is ${canaryGpus.length} GPU(s); one replica of ${name} uses ${perReplica}`,
+      [`--canary-gpus ${Array.from({ length: perReplica }, (_, i) => canaryGpus[0]! + i).join(',')}`],
+    );
   return canaryGpus;
 }
 
-/** After a roll: what runs now is what the pin says (the first upgrade also keeps what ran before it; a rollback restores the pin it names). */
-function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<ReturnType<typeof candidateOf>>, to: string, first: Pin | undefined, lock: string | undefined) {
+/**
+ * After a roll: what runs now is what the pin says (the first upgrade also keeps what ran before it; a rollback
+ * restores the pin it names).
+ */
+function pinRolled(
+  dir: string,
+  name: string,
+  cand: Relaunch,
+  cand0: Awaited<ReturnType<typeof candidateOf>>,
+  to: string,
+  first: Pin | undefined,
+  lock: string | undefined,
+) {
   if (cand0.rollback?.next) return writePinFile(dir, cand0.rollback.next, lock);
   const fp = cand.plan.launch?.fingerprint;
   const candPin: Pin = {
@@ -286,7 +411,13 @@ function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<Ret
  * nothing would change, so nothing starts (a canary and a restart of every replica for nothing). Said,
  * exit 0, nothing recorded. With --candidate-set the candidate differs, and it goes on as any other.
  */
-async function alreadyRuns(name: string, opts: UpgradeOptions, cur: Relaunch, cand0: Candidate, replicas: Entry[]): Promise<boolean> {
+async function alreadyRuns(
+  name: string,
+  opts: UpgradeOptions,
+  cur: Relaunch,
+  cand0: Candidate,
+  replicas: Entry[],
+): Promise<boolean> {
   const images = runtimeFor(cur.plan).images;
   if (!opts.image || opts.candidateSet.length || !cand0.imageId || !images) return false;
   const ran = recordOf(replicas)?.image;
@@ -294,8 +425,22 @@ async function alreadyRuns(name: string, opts: UpgradeOptions, cur: Relaunch, ca
   const now = await resolveImagePin(images, containerCliArgs(cur.plan.profile), ran).catch(() => undefined);
   if (now?.id !== cand0.imageId) return false;
   const version = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
-  if (opts.json) say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', from: version, to: version, image: cand0.imagePinned ?? null, exitCode: 0 }));
-  else say(`${name}: already runs ${opts.image} (image ${cand0.imageId.slice(0, 12)}, what ${ran} names): nothing to upgrade, nothing started`);
+  if (opts.json)
+    say(
+      envelope('upgrade', {
+        profile: name,
+        action: 'upgrade',
+        status: 'unchanged',
+        from: version,
+        to: version,
+        image: cand0.imagePinned ?? null,
+        exitCode: 0,
+      }),
+    );
+  else
+    say(
+      `${name}: already runs ${opts.image} (image ${cand0.imageId.slice(0, 12)}, what ${ran} names): nothing to upgrade, nothing started`,
+    );
   return true;
 }
 
@@ -308,21 +453,42 @@ function wouldPull(name: string, opts: UpgradeOptions, cur: Relaunch, replicas: 
   const command = runtimeFor(cur.plan).images!.pullCommand(ref);
   const from = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
   if (opts.json) {
-    say(envelope('upgrade-plan', { profile: name, from, to: null, image: ref, vllmBin: null, sets: c0.sets, pull: { state: 'would-pull', command }, diff: null }));
+    say(
+      envelope('upgrade-plan', {
+        profile: name,
+        from,
+        to: null,
+        image: ref,
+        vllmBin: null,
+        sets: c0.sets,
+        pull: { state: 'would-pull', command },
+        diff: null,
+      }),
+    );
     return;
   }
   say(`${name}: ${c0.rollback ? 'rollback' : 'upgrade'} plan`);
-  say(`  image: ${ref} is not here: the upgrade would pull it (${command}), pin it to its digest, then read its vLLM; nothing pulled (--dry-run)`);
-  say(`  what changes (flags, metrics, the memory plan) is read from the image once it is here: ${command}, then upgrade ${name} --image ${ref} --dry-run again`);
+  say(
+    `  image: ${ref} is not here: the upgrade would pull it (${command}), pin it to its digest, then read its vLLM; nothing pulled (--dry-run)`,
+  );
+  say(
+    `  what changes (flags, metrics, the memory plan) is read from the image once it is here: ${command}, then upgrade ${name} --image ${ref} --dry-run again`,
+  );
 }
 
 /** The flags only a server over nodes takes, refused for one that is not. */
 function refuseNodesFlags(profileName: string, opts: UpgradeOptions): void {
-  if (opts.nodes) throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [`sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`]);
-  if (opts.canaryNodes)
-    throw new UsageError(`--canary-nodes ${opts.canaryNodes}: ${profileName} is not served over nodes (a canary on spare nodes is for a multi-node server)`, [
-      `on one host the canary runs beside the replicas (--canary-gpus LIST) or in place of one behind the router: leave --canary-nodes out`,
+  if (opts.nodes)
+    throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [
+      `sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`,
     ]);
+  if (opts.canaryNodes)
+    throw new UsageError(
+      `--canary-nodes ${opts.canaryNodes}: ${profileName} is not served over nodes (a canary on spare nodes is for a multi-node server)`,
+      [
+        `on one host the canary runs beside the replicas (--canary-gpus LIST) or in place of one behind the router: leave --canary-nodes out`,
+      ],
+    );
 }
 
 export { fieldOfFlag };
@@ -340,16 +506,28 @@ export async function run(profileName: string, opts: UpgradeOptions) {
     profileName,
     opts,
     'upgrade',
-    (n) => `sparkctl serve ${n} with the new image or version (--set container.image=REF or --set engine.vllmVersion=V) starts it as it should be`,
+    (n) =>
+      `sparkctl serve ${n} with the new image or version (--set container.image=REF or --set engine.vllmVersion=V) starts it as it should be`,
   );
   const replicas = entries.filter((e) => e.inst.role !== 'router');
   const router = entries.find((e) => e.inst.role === 'router' && e.alive)?.inst;
   // read: the plan as it runs now (serve's inputs kept), and the candidate's on top of it
-  const cur = await relaunchPlan(profileName, entries, { set: opts.set, profiles: opts.profiles, gpus: opts.gpus, prewarm: true });
+  const cur = await relaunchPlan(profileName, entries, {
+    set: opts.set,
+    profiles: opts.profiles,
+    gpus: opts.gpus,
+    prewarm: true,
+  });
   const cand0 = await candidateOf(name, opts, cur, dir);
   if (cand0.fetched?.state === 'would-pull') return wouldPull(name, opts, cur, replicas, cand0);
   if (await alreadyRuns(name, opts, cur, cand0, replicas)) return;
-  const cand = await relaunchPlan(profileName, entries, { set: [...opts.set, ...cand0.sets], profiles: opts.profiles, gpus: opts.gpus, prewarm: true, vllmBin: cand0.vllmBin });
+  const cand = await relaunchPlan(profileName, entries, {
+    set: [...opts.set, ...cand0.sets],
+    profiles: opts.profiles,
+    gpus: opts.gpus,
+    prewarm: true,
+    vllmBin: cand0.vllmBin,
+  });
   const from = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
   const to = cand.prepared.vllm.version;
   const diff = versionDiff(from, to, cand.plan.replicas[0]?.argv ?? []);
@@ -393,7 +571,11 @@ export async function run(profileName: string, opts: UpgradeOptions) {
     at: new Date().toISOString(),
     profile: name,
     kind: opts.rollback ? 'rollback' : 'upgrade',
-    from: { vllmVersion: from, image: recordOf(replicas)?.image, vllmBin: cur.plan.engine === 'vllm' ? cur.started.vllmBin : undefined },
+    from: {
+      vllmVersion: from,
+      image: recordOf(replicas)?.image,
+      vllmBin: cur.plan.engine === 'vllm' ? cur.started.vllmBin : undefined,
+    },
     to: { vllmVersion: to, image: cand0.imagePinned ?? cand0.image, vllmBin: cand0.vllmBin },
     status: outcome.status,
     failed: outcome.verdict?.why ?? (outcome.canary.failure ? [outcome.canary.failure] : []),
@@ -449,7 +631,11 @@ async function act(
       secrets,
       thresholds: thresholdsOf(cand),
       measure: {
-        probe: { ...probe, gpuMemoryUtilization: cand.plan.profile.engine.gpuMemoryUtilization, gpus: cand.plan.engine !== 'sim' },
+        probe: {
+          ...probe,
+          gpuMemoryUtilization: cand.plan.profile.engine.gpuMemoryUtilization,
+          gpus: cand.plan.engine !== 'sim',
+        },
         // the current's profile decides the default tool call: its running server must parse tool calls
         golden: u.goldenPrompts ?? defaultGolden(cur.plan.profile),
         bench: { requests: u.benchRequests, outputTokens: u.benchOutputTokens, concurrency: 2 },
@@ -467,26 +653,47 @@ async function act(
 
 function render(name: string, opts: UpgradeOptions, o: UpgradeOutcome, from: string, to: string) {
   if (opts.json) {
-    say(envelope('upgrade', { profile: name, action: opts.rollback ? 'rollback' : 'upgrade', from, to, ...o, exitCode: EXIT[o.status] }));
+    say(
+      envelope('upgrade', {
+        profile: name,
+        action: opts.rollback ? 'rollback' : 'upgrade',
+        from,
+        to,
+        ...o,
+        exitCode: EXIT[o.status],
+      }),
+    );
     return;
   }
   const what = opts.rollback ? 'rolled back' : 'upgraded';
   switch (o.status) {
     case 'rolled':
-      say(`${c.green(what)} ${name}: vLLM ${from} -> ${to} on ${o.onCandidate.join(', ')} in ${formatDuration(o.ms)}; the canary passed every comparison`);
+      say(
+        `${c.green(what)} ${name}: vLLM ${from} -> ${to} on ${o.onCandidate.join(', ')} in ${formatDuration(o.ms)}; the canary passed every comparison`,
+      );
       break;
     case 'compared':
       say(`${name}: the canary passed every comparison (--no-roll: it is back on vLLM ${from}; nothing else changed)`);
       break;
     case 'canary-failed':
-      say(`${c.red('not ' + what)} ${name}: ${o.canary.failure ?? 'the canary failed its comparison'}${o.verdict ? `\n  ${o.verdict.why.join('\n  ')}` : ''}`);
-      say(o.onCandidate.length ? `${o.onCandidate.join(', ')} did not return to what it ran: sparkctl restart ${name} --rolling` : `everything runs as it did before (vLLM ${from})`);
+      say(
+        `${c.red('not ' + what)} ${name}: ${o.canary.failure ?? 'the canary failed its comparison'}${o.verdict ? `\n  ${o.verdict.why.join('\n  ')}` : ''}`,
+      );
+      say(
+        o.onCandidate.length
+          ? `${o.onCandidate.join(', ')} did not return to what it ran: sparkctl restart ${name} --rolling`
+          : `everything runs as it did before (vLLM ${from})`,
+      );
       break;
     case 'roll-failed':
-      say(`${c.red('roll stopped')} ${name}: on the candidate ${o.onCandidate.join(', ') || 'none'}; the rest as before (sparkctl status ${name}; sparkctl upgrade ${name} --rollback)`);
+      say(
+        `${c.red('roll stopped')} ${name}: on the candidate ${o.onCandidate.join(', ') || 'none'}; the rest as before (sparkctl status ${name}; sparkctl upgrade ${name} --rollback)`,
+      );
       break;
     case 'interrupted':
-      say(`${name}: upgrade interrupted; on the candidate: ${o.onCandidate.join(', ') || 'none'} (sparkctl status ${name})`);
+      say(
+        `${name}: upgrade interrupted; on the candidate: ${o.onCandidate.join(', ') || 'none'} (sparkctl status ${name})`,
+      );
       break;
   }
 }

@@ -5,20 +5,46 @@ import { durationArg, FORCE_OPTION, intArg, urlArg } from '../args.js';
 export default createCommand({
   name: 'watch',
   args: [['[profiles...]', 'profiles or instances to watch (or --all)']],
-  description: 'supervise servers: find a wedged or dead one and bring it back, never restarting a busy one (foreground; one per state folder)',
+  description:
+    'supervise servers: find a wedged or dead one and bring it back, never restarting a busy one (foreground; one per state folder)',
   options: [
     ['--all', 'every registered server, followed as servers are served and stopped'],
-    new Option('--interval <duration>', 'one cheap reading per server this often (/metrics, /health, its processes)').argParser(durationArg('--interval', 'ms')).default(5000, '5s'),
+    new Option('--interval <duration>', 'one cheap reading per server this often (/metrics, /health, its processes)')
+      .argParser(durationArg('--interval', 'ms'))
+      .default(5000, '5s'),
     ['--dry-run', 'judge and say what it would do; never stop or start anything'],
     ['--once', 'one reading of every server, the verdicts, then exit (nothing is restarted: a verdict needs a window)'],
-    new Option('--action <action>', "what a dead or wedged server gets (over each profile's watch.action)").choices(['restart', 'alert', 'none']),
+    new Option('--action <action>', "what a dead or wedged server gets (over each profile's watch.action)").choices([
+      'restart',
+      'alert',
+      'none',
+    ]),
     ['--window <duration>', "the wedge window's floor (over watch.windowSeconds)", durationArg('--window', 's')],
-    ['--probe-timeout <duration>', 'the deep probe sent when the cheap signals disagree (over watch.probeTimeoutSeconds)', durationArg('--probe-timeout', 's')],
-    ['--max-restarts <n>', 'restarts of one server within --restart-window before the circuit opens (over watch.circuitRestarts)', intArg('--max-restarts')],
-    ['--restart-window <duration>', "the circuit breaker's window (over watch.circuitWindowMinutes)", durationArg('--restart-window', 's')],
-    ['--prometheus <file>', "write the watcher's own textfile every tick (last tick, servers, verdicts, restarts, circuit state)"],
+    [
+      '--probe-timeout <duration>',
+      'the deep probe sent when the cheap signals disagree (over watch.probeTimeoutSeconds)',
+      durationArg('--probe-timeout', 's'),
+    ],
+    [
+      '--max-restarts <n>',
+      'restarts of one server within --restart-window before the circuit opens (over watch.circuitRestarts)',
+      intArg('--max-restarts'),
+    ],
+    [
+      '--restart-window <duration>',
+      "the circuit breaker's window (over watch.circuitWindowMinutes)",
+      durationArg('--restart-window', 's'),
+    ],
+    [
+      '--prometheus <file>',
+      "write the watcher's own textfile every tick (last tick, servers, verdicts, restarts, circuit state)",
+    ],
     FORCE_OPTION,
-    ['--alert-webhook <url>', 'POST JSON when a server turns dead or wedged, and when it is back (retried until it answers 2xx); default $SPARKCTL_ALERT_WEBHOOK', urlArg('--alert-webhook')],
+    [
+      '--alert-webhook <url>',
+      'POST JSON when a server turns dead or wedged, and when it is back (retried until it answers 2xx); default $SPARKCTL_ALERT_WEBHOOK',
+      urlArg('--alert-webhook'),
+    ],
     ['--no-history', 'do not record incidents in the history (sparkctl report reads it)'],
     ['--json', 'one JSON object per event, a line each'],
   ],

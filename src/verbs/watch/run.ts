@@ -63,10 +63,17 @@ export function policyWith(block: Partial<WatchBlock>, o: WatchOptions): WatchBl
   };
   const r = WatchBlock.safeParse({ ...block, ...over });
   if (r.success) return r.data;
-  const flag: Record<string, string> = { windowSeconds: '--window', probeTimeoutSeconds: '--probe-timeout', circuitRestarts: '--max-restarts', circuitWindowMinutes: '--restart-window' };
+  const flag: Record<string, string> = {
+    windowSeconds: '--window',
+    probeTimeoutSeconds: '--probe-timeout',
+    circuitRestarts: '--max-restarts',
+    circuitWindowMinutes: '--restart-window',
+  };
   const i = r.error.issues[0]!;
   const field = String(i.path[0] ?? '');
-  throw new UsageError(`${flag[field] ?? `watch.${field}`}: ${i.message}`, ['see sparkctl watch --help for the ranges']);
+  throw new UsageError(`${flag[field] ?? `watch.${field}`}: ${i.message}`, [
+    'see sparkctl watch --help for the ranges',
+  ]);
 }
 
 function line(e: WatchEvent): string {
@@ -103,7 +110,10 @@ function restartChild(h: RestartHow): Promise<{ ok: boolean; detail: string }> {
   if (h.verdict === 'wedged') args.push('--grace', '5s');
   const deadlineMs = (inst.readyTimeoutSeconds || 600) * 1000 + 180_000;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [sparkctlBin(), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+    const child = spawn(process.execPath, [sparkctlBin(), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: process.env,
+    });
     let tail = '';
     const keep = (d: Buffer) => {
       tail = (tail + d.toString()).slice(-4000);
@@ -124,9 +134,17 @@ function restartChild(h: RestartHow): Promise<{ ok: boolean; detail: string }> {
 }
 
 async function deepProbe(t: InstanceTarget, timeoutMs: number): Promise<{ ok: boolean; ms: number; detail: string }> {
-  const r = await probe(t, { timeoutMs, kvCacheUsageMax: 1, waitingMax: Number.MAX_SAFE_INTEGER, gpuMemoryHeadroomPct: 100, gpus: false }, [identityCheck, inferenceCheck]);
+  const r = await probe(
+    t,
+    { timeoutMs, kvCacheUsageMax: 1, waitingMax: Number.MAX_SAFE_INTEGER, gpuMemoryHeadroomPct: 100, gpus: false },
+    [identityCheck, inferenceCheck],
+  );
   const fail = r.steps.find((s) => s.status === 'fail');
-  return { ok: r.state === 'healthy', ms: r.ms, detail: fail ? `${fail.step}: ${fail.detail}` : (r.steps.at(-1)?.detail ?? r.state) };
+  return {
+    ok: r.state === 'healthy',
+    ms: r.ms,
+    detail: fail ? `${fail.step}: ${fail.detail}` : (r.steps.at(-1)?.detail ?? r.state),
+  };
 }
 
 /**
@@ -147,12 +165,20 @@ async function ranksOf(rec: ClusterRecord): Promise<{ alive: number; total: numb
   if (ranks.length) {
     if (ranks.some((n) => n.rank!.process === 'unknown')) return undefined;
     const gone = ranks.filter((n) => n.rank!.process === 'gone');
-    return { alive: ranks.length - gone.length, total: ranks.length, detail: gone.length ? `rank ${gone.map((n) => `${n.rank!.rank} on ${n.node}`).join(', ')} gone` : undefined };
+    return {
+      alive: ranks.length - gone.length,
+      total: ranks.length,
+      detail: gone.length ? `rank ${gone.map((n) => `${n.rank!.rank} on ${n.node}`).join(', ')} gone` : undefined,
+    };
   }
   // Ray: the nodes Ray lists of the nodes file's
   if (st.nodes.some((n) => n.ray === 'unknown')) return undefined;
   const missing = st.nodes.filter((n) => n.ray === 'missing');
-  return { alive: st.nodes.length - missing.length, total: st.nodes.length, detail: missing.length ? `not in Ray: ${missing.map((n) => n.node).join(', ')}` : undefined };
+  return {
+    alive: st.nodes.length - missing.length,
+    total: st.nodes.length,
+    detail: missing.length ? `not in Ray: ${missing.map((n) => n.node).join(', ')}` : undefined,
+  };
 }
 
 /**
@@ -167,7 +193,10 @@ function gpuReader(): () => Promise<GpuFacts | undefined> {
     const rows = await readGpuRows(host, 5000);
     if (!rows) return undefined;
     const [apps, xid] = await Promise.all([
-      host.run(['nvidia-smi', '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id', '--format=csv,noheader,nounits'], { timeoutMs: 5000 }),
+      host.run(
+        ['nvidia-smi', '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id', '--format=csv,noheader,nounits'],
+        { timeoutMs: 5000 },
+      ),
       readXid(host, 5000),
     ]);
     let newXid: GpuFacts['xid'];
@@ -187,11 +216,16 @@ function gpuReader(): () => Promise<GpuFacts | undefined> {
 }
 
 /** The real host's GPUs for a vLLM server; none for a simulated one (`serve --engine sim` uses no GPU of this host). */
-export function hostGpus(real: () => Promise<GpuFacts | undefined> = gpuReader()): (engine: 'vllm' | 'sim') => Promise<GpuFacts | undefined> {
+export function hostGpus(
+  real: () => Promise<GpuFacts | undefined> = gpuReader(),
+): (engine: 'vllm' | 'sim') => Promise<GpuFacts | undefined> {
   return (engine) => (engine === 'sim' ? Promise.resolve(undefined) : real());
 }
 
-/** The profile's watch: block (read again at most once a minute: an edit applies without a restart of the watcher), the flags over it. */
+/**
+ * The profile's watch: block (read again at most once a minute: an edit applies without a restart of the watcher), the
+ * flags over it.
+ */
 function policies(o: WatchOptions, emit: (e: WatchEvent) => void): (profile: string, e: Entry) => WatchBlock {
   const cache = new Map<string, { at: number; block: Partial<WatchBlock> }>();
   const said = new Set<string>();
@@ -204,7 +238,12 @@ function policies(o: WatchOptions, emit: (e: WatchEvent) => void): (profile: str
       const rec = readLaunch('host', e.inst).launch;
       block = loadProfile(profile, { profilesDir: recordedProfiles(rec?.profilesDir), sets: rec?.sets }).profile.watch;
     } catch (err) {
-      if (!said.has(profile)) emit({ kind: 'skip', target: profile, why: `its profile cannot be read (${(err as Error).message.split('\n')[0]}): watched with the defaults and flags` });
+      if (!said.has(profile))
+        emit({
+          kind: 'skip',
+          target: profile,
+          why: `its profile cannot be read (${(err as Error).message.split('\n')[0]}): watched with the defaults and flags`,
+        });
       said.add(profile);
       return base;
     }
@@ -221,7 +260,8 @@ function incidents(dir: string, o: WatchOptions, emit: (e: WatchEvent) => void):
       phase === 'open'
         ? `watch: ${i.verdict}: ${i.why}${i.done.length ? ` (${i.done.join(', ')})` : ''}`
         : `watch: back after ${Math.round(((i.backMs ?? 0) - i.seenMs) / 1000)} s ${i.verdict} (${i.done.join(', ') || 'nothing done'})`;
-    const state: 'healthy' | 'unhealthy' | 'unreachable' = phase === 'close' ? 'healthy' : i.verdict === 'dead' ? 'unreachable' : 'unhealthy';
+    const state: 'healthy' | 'unhealthy' | 'unreachable' =
+      phase === 'close' ? 'healthy' : i.verdict === 'dead' ? 'unreachable' : 'unhealthy';
     if (o.history !== false) {
       try {
         appendSample(
@@ -240,34 +280,55 @@ function incidents(dir: string, o: WatchOptions, emit: (e: WatchEvent) => void):
         emit({ kind: 'skip', target: i.target, why: `history not written: ${(err as Error).message}` });
       }
     }
-    const result: ProbeResult = { target: i.target, url: i.url, state, steps: phase === 'open' ? [{ step, status: 'fail', detail, ms: 0 }] : [], ms: 0 };
+    const result: ProbeResult = {
+      target: i.target,
+      url: i.url,
+      state,
+      steps: phase === 'open' ? [{ step, status: 'fail', detail, ms: 0 }] : [],
+      ms: 0,
+    };
     const { delivery, stateProblem } = await saveStateAndAlert(join(dir, 'watch'), [result], o.alertWebhook, undefined);
-    if (stateProblem) emit({ kind: 'skip', target: i.target, why: `alert state not saved: ${(stateProblem as Error).message}` });
-    if (delivery && !delivery.ok) emit({ kind: 'skip', target: i.target, why: `alert not delivered (${delivery.why}); retried with the next one` });
+    if (stateProblem)
+      emit({ kind: 'skip', target: i.target, why: `alert state not saved: ${(stateProblem as Error).message}` });
+    if (delivery && !delivery.ok)
+      emit({ kind: 'skip', target: i.target, why: `alert not delivered (${delivery.why}); retried with the next one` });
   };
 }
 
 export async function run(names: string[], o: WatchOptions) {
-  if (!names.length && !o.all) throw new UsageError('watch what? name profiles or instances, or --all', ['sparkctl watch --all', 'sparkctl watch qwen3.5-9b']);
+  if (!names.length && !o.all)
+    throw new UsageError('watch what? name profiles or instances, or --all', [
+      'sparkctl watch --all',
+      'sparkctl watch qwen3.5-9b',
+    ]);
   if (names.length && o.all) throw new UsageError('give profiles or --all, not both');
-  if (o.interval < 500) throw new UsageError(`--interval: ${o.interval} ms is below 500 ms`, ['one reading a second or slower: --interval 5s']);
+  if (o.interval < 500)
+    throw new UsageError(`--interval: ${o.interval} ms is below 500 ms`, [
+      'one reading a second or slower: --interval 5s',
+    ]);
   policyWith({}, o);
   // the webhook from the environment (the unit's EnvironmentFile): a URL with a token stays out of argv
-  if (!o.alertWebhook && process.env.SPARKCTL_ALERT_WEBHOOK) o.alertWebhook = parseServerUrl(process.env.SPARKCTL_ALERT_WEBHOOK, 'SPARKCTL_ALERT_WEBHOOK');
+  if (!o.alertWebhook && process.env.SPARKCTL_ALERT_WEBHOOK)
+    o.alertWebhook = parseServerUrl(process.env.SPARKCTL_ALERT_WEBHOOK, 'SPARKCTL_ALERT_WEBHOOK');
   const dir = stateDir();
   // the textfile it wrote last time (a restarted watcher, its systemd unit) is its own to replace
-  if (o.prometheus) checkNewFile(o.prometheus, '--prometheus', { force: o.force || wroteItLast(dir, o.prometheus), fix: PROM_FIX });
+  if (o.prometheus)
+    checkNewFile(o.prometheus, '--prometheus', { force: o.force || wroteItLast(dir, o.prometheus), fix: PROM_FIX });
   const registry = new Registry(dir);
   ensureDir(join(dir, 'watch'), 'state folder', 'set SPARKCTL_STATE_DIR to a writable folder');
   const release = await lockFile(
     join(dir, 'watch', 'lock'),
     0,
-    (pid) => new UsageError(`another sparkctl watch (pid ${pid}) already watches ${dir}`, [`one watcher per state folder: stop it first, or check it with ps -p ${pid}`]),
+    (pid) =>
+      new UsageError(`another sparkctl watch (pid ${pid}) already watches ${dir}`, [
+        `one watcher per state folder: stop it first, or check it with ps -p ${pid}`,
+      ]),
   );
   const ac = interrupts();
   const emit = (e: WatchEvent) => {
     if (o.json) {
-      if (e.kind !== 'tick' || o.once) say(JSON.stringify({ version: 1, at: new Date().toISOString(), event: e.kind, ...e, kind: 'watch-event' }));
+      if (e.kind !== 'tick' || o.once)
+        say(JSON.stringify({ version: 1, at: new Date().toISOString(), event: e.kind, ...e, kind: 'watch-event' }));
     } else {
       const l = line(e);
       if (l) say(l);
@@ -278,9 +339,23 @@ export async function run(names: string[], o: WatchOptions) {
     names,
     intervalMs: o.interval,
     dryRun: Boolean(o.dryRun || o.once),
-    hands: { restart: restartChild, probe: deepProbe, ranks: ranksOf, gpus: hostGpus(), policyOf: policies(o, emit), incident: incidents(dir, o, emit), emit },
+    hands: {
+      restart: restartChild,
+      probe: deepProbe,
+      ranks: ranksOf,
+      gpus: hostGpus(),
+      policyOf: policies(o, emit),
+      incident: incidents(dir, o, emit),
+      emit,
+    },
   });
-  emit({ kind: 'start', stateDir: dir, intervalS: o.interval / 1000, dryRun: Boolean(o.dryRun), watching: names.length ? names.join(', ') : 'every registered server' });
+  emit({
+    kind: 'start',
+    stateDir: dir,
+    intervalS: o.interval / 1000,
+    dryRun: Boolean(o.dryRun),
+    watching: names.length ? names.join(', ') : 'every registered server',
+  });
   try {
     while (!ac.signal.aborted) {
       const t0 = Date.now();
@@ -292,7 +367,10 @@ export async function run(names: string[], o: WatchOptions) {
       }
       if (o.prometheus) {
         try {
-          writeNewFile(o.prometheus, renderTextfile(w, o.interval), '--prometheus', { force: o.force || wroteItLast(dir, o.prometheus), fix: PROM_FIX });
+          writeNewFile(o.prometheus, renderTextfile(w, o.interval), '--prometheus', {
+            force: o.force || wroteItLast(dir, o.prometheus),
+            fix: PROM_FIX,
+          });
           recordOwnWrite(dir, o.prometheus);
         } catch (err) {
           note(`watch: textfile not written: ${(err as Error).message}`);
@@ -306,5 +384,6 @@ export async function run(names: string[], o: WatchOptions) {
     ac.off();
     release();
   }
-  if (o.once && w.state().some((s) => s.verdict === 'dead' || s.verdict === 'wedged')) throw new ExitWith(ExitCode.problems);
+  if (o.once && w.state().some((s) => s.verdict === 'dead' || s.verdict === 'wedged'))
+    throw new ExitWith(ExitCode.problems);
 }
