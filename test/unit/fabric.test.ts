@@ -21,12 +21,23 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** The recorded tree of one node, edited, written out, and read by the real script (bash). */
-function read(
-  node: 'spark' | 'spark2',
-  iface: string,
-  edit: (files: Map<string, string>) => void = () => {},
-): FabricReading {
+/**
+ * The recorded tree of one node, edited, written out, and read by the real script (bash). An unedited tree is read by
+ * the script once per node and interface (each read forks the script's tools: seconds on a loaded CI host); each call
+ * gets its own copy.
+ */
+const unedited = new Map<string, FabricReading>();
+function read(node: 'spark' | 'spark2', iface: string, edit?: (files: Map<string, string>) => void): FabricReading {
+  if (edit) return readTree(node, iface, edit);
+  const key = `${node} ${iface}`;
+  if (!unedited.has(key))
+    unedited.set(
+      key,
+      readTree(node, iface, () => {}),
+    );
+  return structuredClone(unedited.get(key)!);
+}
+function readTree(node: 'spark' | 'spark2', iface: string, edit: (files: Map<string, string>) => void): FabricReading {
   const files = new Map(TREE.filter(([p]) => p.startsWith(`${node}/`)).map(([p, c]) => [p.slice(node.length + 1), c]));
   edit(files);
   const root = tempDir('sparkctl-fabric-');
