@@ -12,8 +12,6 @@ import { join, relative } from 'node:path';
 import ts from 'typescript';
 
 const root = new URL('..', import.meta.url).pathname;
-const width = JSON.parse(readFileSync(join(root, 'biome.json'), 'utf8')).formatter.lineWidth;
-const check = process.argv.includes('--check');
 const DIRS = ['src', 'test', 'scripts', 'bin'];
 const SKIP = /(^|\/)(fixtures|node_modules)(\/|$)/;
 const DIRECTIVE = /^(biome-ignore|@ts-|eslint|prettier|#region|#endregion|\/|<reference)/;
@@ -70,7 +68,7 @@ const BULLET = /^([-*+]|\d+[.)]|\([a-z0-9]+\)|@\w+)\s+/;
  * Paragraphs: split at blank lines and bullets; a line indented past its paragraph (code, tables,
  * a list's nested block) or a fence ends the refill and is kept as written.
  */
-function refill(bodies, prefix) {
+function refill(bodies, prefix, width) {
   const room = width - prefix.length;
   const out = [];
   let para = null; // { lead: string (bullet + hanging indent), words: [], lines: [], long: bool }
@@ -132,8 +130,11 @@ function refill(bodies, prefix) {
   return out;
 }
 
-function wrapFile(path) {
-  const text = readFileSync(path, 'utf8');
+/**
+ * The file's text with its long whole-line comments wrapped at `width`, and the lines (1-based) of the comments that
+ * were too long (what --check names).
+ */
+export function wrapComments(text, path, width) {
   const lineStart = [0];
   for (let i = 0; i < text.length; i++) if (text[i] === '\n') lineStart.push(i + 1);
   const lineOf = (pos) => {
@@ -174,7 +175,7 @@ function wrapFile(path) {
       continue;
     const prefix = `${indent}// `;
     const bodies = run.map((l) => l.slice(indent.length + 2).replace(/^ /, ''));
-    const next = refill(bodies, prefix).map((b) => (b === '' ? `${indent}//` : prefix + b));
+    const next = refill(bodies, prefix, width).map((b) => (b === '' ? `${indent}//` : prefix + b));
     edits.push({ from, to, lines: next });
   }
   // /** */ and /* */ blocks that start a line
@@ -191,7 +192,7 @@ function wrapFile(path) {
       // one line: /** text */ followed by nothing else on the line
       const m = lines[from].match(/^(\s*)(\/\*\*?)\s?(.*?)\s*\*\/\s*$/);
       if (!m || text.slice(r.end, lineStart[to + 1] ?? text.length).trim() !== '') continue;
-      const body = refill([m[3]], `${indent} * `);
+      const body = refill([m[3]], `${indent} * `, width);
       edits.push({ from, to, lines: [`${indent}${opener}`, ...body.map((b) => `${indent} * ${b}`), `${indent} */`] });
       continue;
     }
@@ -199,39 +200,41 @@ function wrapFile(path) {
     const inner = block.slice(1, -1);
     if (!inner.every((l) => l.startsWith(`${indent} *`))) continue;
     const bodies = inner.map((l) => l.slice(indent.length + 2).replace(/^ /, ''));
-    const next = refill(bodies, `${indent} * `).map((b) => (b === '' ? `${indent} *` : `${indent} * ${b}`));
+    const next = refill(bodies, `${indent} * `, width).map((b) => (b === '' ? `${indent} *` : `${indent} * ${b}`));
     edits.push({ from: from + 1, to: to - 1, lines: next });
   }
   edits.sort((a, b) => b.from - a.from);
   for (const e of edits) lines.splice(e.from, e.to - e.from + 1, ...e.lines);
   const next = lines.join('\n');
-  if (next === text) return { changed: false, left: [] };
-  if (check) {
-    const was = text.split('\n');
-    const left = [];
+  const was = text.split('\n');
+  const long = [];
+  if (next !== text)
     for (const r of ranges) {
       const l = lineOf(r.pos);
-      if (/^\s*$/.test(text.slice(lineStart[l], r.pos)) && was[l].length > width) left.push(l + 1);
+      if (/^\s*$/.test(text.slice(lineStart[l], r.pos)) && was[l].length > width) long.push(l + 1);
     }
-    return { changed: true, left };
-  }
-  writeFileSync(path, next);
-  return { changed: true, left: [] };
+  return { text: next, long };
 }
 
-let changed = 0;
-let bad = 0;
-for (const d of DIRS) {
-  for (const f of files(join(root, d))) {
-    const r = wrapFile(f);
-    if (r.changed) changed++;
-    if (check && r.changed) {
-      bad++;
-      console.log(
-        `${relative(root, f)}: comments past ${width} columns that can be wrapped (lines ${r.left.join(', ')})`,
-      );
+function main() {
+  const width = JSON.parse(readFileSync(join(root, 'biome.json'), 'utf8')).formatter.lineWidth;
+  const check = process.argv.includes('--check');
+  let changed = 0;
+  for (const d of DIRS) {
+    for (const f of files(join(root, d))) {
+      const text = readFileSync(f, 'utf8');
+      const r = wrapComments(text, f, width);
+      if (r.text === text) continue;
+      changed++;
+      if (check)
+        console.log(
+          `${relative(root, f)}: comments past ${width} columns that can be wrapped (lines ${r.long.join(', ')})`,
+        );
+      else writeFileSync(f, r.text);
     }
   }
+  if (check) process.exit(changed ? 1 : 0);
+  console.log(`wrap-comments: ${changed} file(s) rewrapped at ${width} columns`);
 }
-if (check) process.exit(bad ? 1 : 0);
-console.log(`wrap-comments: ${changed} file(s) rewrapped at ${width} columns`);
+
+if (process.argv[1] && new URL(import.meta.url).pathname === process.argv[1]) main();
