@@ -30,6 +30,7 @@ import {
 } from './vllm-version.js';
 import { versionGuess } from './version-guess.js';
 import { isPep440 } from '../profiles/versions.js';
+import type { Platform } from '../profiles/schema.js';
 import { stateDir } from '../util/paths.js';
 import { traitsOfProfile } from './runtime/traits.js';
 import { UsageError } from '../errors.js';
@@ -162,19 +163,22 @@ function hostLine(host: HostShape, platformName: string): string {
   return `platform ${platformName}: ${host.gpus} x ${name}, ${gib} GiB each (not read from this host)`;
 }
 
-/** Read everything a plan needs, then resolve (pure) against it. */
-export async function prepare(name: string, opts: PlanReadOptions): Promise<Prepared> {
+/** Where the vLLM that will run comes from, by the profile's runtime: the host's install or the image. */
+const vllmFromImage = (p: LoadedProfile['profile'] | undefined, runtime: PlanReadOptions['runtime']) =>
+  traitsOfProfile(p ?? { engine: { runtime: 'host' } }, runtime).vllmFrom === 'image';
+
+/**
+ * The model's files, the host's GPUs and the installed vLLM, read at once: each only where it was not
+ * given or read before (the installed vLLM not at all where the image's runs).
+ */
+function readModelGpusVllm(
+  where: ModelTarget,
+  loaded: LoadedProfile | undefined,
+  askHost: boolean,
+  opts: PlanReadOptions,
+): Promise<[ModelRead, GpuFact[] | undefined, InstalledVllm | undefined]> {
   const prior = opts.prior;
-  const { loaded, target } = prior ? { loaded: prior.loaded, target: prior.target } : loadTarget(name, opts);
-  const sim = opts.engine === 'sim';
-  // --gpus and --gpu-memory override the count and the memory only: the GPU model, its memory and
-  // compute capability are still read where this host has GPUs (--platform plans for another host)
-  const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined;
-  const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
-  // where the vLLM that will run comes from, by the profile's runtime: the host's install or the image
-  const fromImage = (p?: LoadedProfile['profile']) =>
-    traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
-  const [modelRead, gpus, installed] = await Promise.all([
+  return Promise.all([
     // a model not read before (serve --pull fetches it between the two plans) is read now
     prior?.modelRead.facts
       ? prior.modelRead
@@ -186,49 +190,96 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
       : askHost
         ? readHostGpus(opts.gpuTimeoutMs)
         : Promise.resolve(undefined),
-    prior || fromImage(loaded?.profile)
+    prior || vllmFromImage(loaded?.profile, opts.runtime)
       ? Promise.resolve(prior?.installed)
       : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
+}
+
+/**
+ * The profile generated for a model that has none (profileForModel), for the host seen or else the
+ * platform's, the operator's --set over it and, for serve MODEL, the first free port; refused where the
+ * model's config.json is not on this host.
+ */
+function generateProfile(
+  name: string,
+  g: { target: ModelTarget; modelRead: ModelRead; host: HostShape | undefined; platform: Platform },
+  opts: PlanReadOptions,
+): { lp: LoadedProfile; generated: NonNullable<Prepared['generated']> } {
+  const { target, modelRead, host, platform } = g;
+  if (!modelRead.facts) {
+    throw new UsageError(
+      `${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`,
+      [
+        target.id
+          ? `download it first: sparkctl pull ${target.id} (--config-only is enough to plan; then run this again: sparkctl reads the Hugging Face cache offline)`
+          : 'give the folder that holds config.json',
+        modelRead.searched.length
+          ? `looked at: ${modelRead.searched.join(', ')}`
+          : 'or name a profile: sparkctl profiles list',
+      ],
+    );
+  }
+  let shape = host ?? hostFromPlatform(platform, opts.gpus);
+  if (opts.gpuMemoryBytes) shape = { ...shape, gpuMemoryBytes: opts.gpuMemoryBytes };
+  const choice = profileForModel(target, modelRead.facts, shape, { unified: platform.gpu.unifiedMemory });
+  const generated = {
+    target,
+    why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why,
+  };
+  const file = `(generated for ${name})`;
+  let lp: LoadedProfile = {
+    profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []),
+    file,
+  };
+  if (opts.pickPort && !(opts.set ?? []).some((x) => x.startsWith('server.port='))) {
+    const replicas = typeof lp.profile.parallel.replicas === 'number' ? lp.profile.parallel.replicas : 1;
+    const picked = pickModelPort(replicas, portsTaken(lp.profile.name));
+    if (picked) {
+      lp = { ...lp, profile: { ...lp.profile, server: { ...lp.profile.server, port: picked.port } } };
+      generated.why.push(picked.why);
+    }
+  }
+  return { lp, generated };
+}
+
+/**
+ * The vLLM the flags are rendered for: the one found (the image's, else the host's), as the simulator
+ * plays it, or the one guess where none was read.
+ */
+function decideVllm(
+  profile: LoadedProfile['profile'],
+  x: { platform: Platform; sim: boolean; read?: { installed: InstalledVllm }; ownVllm?: InstalledVllm },
+): VersionDecision {
+  const { platform, sim, read, ownVllm } = x;
+  // the one guess where no vLLM is read, the same for every verb
+  const guess = versionGuess(profile, platform);
+  const asked = profile.engine.vllmVersion;
+  const found = read?.installed ?? ownVllm!;
+  const actual = sim ? simPlays(asked, read ? { bin: 'the simulator' } : found, guess) : found;
+  const vllm = decideVersion(asked, actual, guess);
+  if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
+  return vllm;
+}
+
+/** Read everything a plan needs, then resolve (pure) against it. */
+export async function prepare(name: string, opts: PlanReadOptions): Promise<Prepared> {
+  const prior = opts.prior;
+  const { loaded, target } = prior ? { loaded: prior.loaded, target: prior.target } : loadTarget(name, opts);
+  const sim = opts.engine === 'sim';
+  // --gpus and --gpu-memory override the count and the memory only: the GPU model, its memory and
+  // compute capability are still read where this host has GPUs (--platform plans for another host)
+  const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined;
+  const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
+  const [modelRead, gpus, installed] = await readModelGpusVllm(where, loaded, askHost, opts);
   const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? DEFAULT_PLATFORM);
   let host = opts.host ?? (gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined);
   let generated: Prepared['generated'];
   let lp = loaded;
-  if (!lp) {
-    if (!modelRead.facts) {
-      throw new UsageError(
-        `${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`,
-        [
-          target!.id
-            ? `download it first: sparkctl pull ${target!.id} (--config-only is enough to plan; then run this again: sparkctl reads the Hugging Face cache offline)`
-            : 'give the folder that holds config.json',
-          modelRead.searched.length
-            ? `looked at: ${modelRead.searched.join(', ')}`
-            : 'or name a profile: sparkctl profiles list',
-        ],
-      );
-    }
-    let shape = host ?? hostFromPlatform(platform, opts.gpus);
-    if (opts.gpuMemoryBytes) shape = { ...shape, gpuMemoryBytes: opts.gpuMemoryBytes };
-    const choice = profileForModel(target!, modelRead.facts, shape, { unified: platform.gpu.unifiedMemory });
-    generated = {
-      target: target!,
-      why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why,
-    };
-    const file = `(generated for ${name})`;
-    lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
-    if (opts.pickPort && !(opts.set ?? []).some((x) => x.startsWith('server.port='))) {
-      const replicas = typeof lp.profile.parallel.replicas === 'number' ? lp.profile.parallel.replicas : 1;
-      const picked = pickModelPort(replicas, portsTaken(lp.profile.name));
-      if (picked) {
-        lp = { ...lp, profile: { ...lp.profile, server: { ...lp.profile.server, port: picked.port } } };
-        generated.why.push(picked.why);
-      }
-    }
-  }
+  if (!lp) ({ lp, generated } = generateProfile(name, { target: target!, modelRead, host, platform }, opts));
   // the image as pinned: the profile's reference replaced by what its pin says runs (never a moved tag)
   const pin =
-    fromImage(lp.profile) && opts.pin
+    vllmFromImage(lp.profile, opts.runtime) && opts.pin
       ? (prior?.pin ?? (await imagePinFor(lp.profile, lp.file, platform, opts.pin)))
       : undefined;
   if (pin && pin.run !== pin.ref)
@@ -236,23 +287,17 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
   // (a profile generated for a model is chosen afresh for the host now seen: its image is read for it)
-  const read = fromImage(lp.profile)
+  const read = vllmFromImage(lp.profile, opts.runtime)
     ? prior?.image && !generated
       ? prior.image
       : await imageVersion(lp.profile, platform, sim)
     : undefined;
-  // the one guess where no vLLM is read, the same for every verb
-  const guess = versionGuess(lp.profile, platform);
-  const asked = lp.profile.engine.vllmVersion;
   const ownVllm =
     installed ??
     (read
       ? undefined
       : await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
-  const found = read?.installed ?? ownVllm!;
-  const actual = sim ? simPlays(asked, read ? { bin: 'the simulator' } : found, guess) : found;
-  const vllm = decideVersion(asked, actual, guess);
-  if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
+  const vllm = decideVllm(lp.profile, { platform, sim, read, ownVllm });
   let profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   // a model id gets its family's parsers, as its recipes give them, where this vLLM has them
   if (generated && modelRead.facts)

@@ -266,6 +266,24 @@ export function simTail(
 }
 
 /**
+ * The rendered flags checked against the target vLLM's table: those it would refuse thrown (UsageError), or under
+ * --dry-run warned as refused; the table's warnings after them.
+ */
+function renderedFlagWarnings(profile: Profile, dryRun: boolean | undefined): string[] {
+  const flags = checkRendered(profile);
+  const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
+  if (refused.length && !dryRun)
+    throw new UsageError(
+      `profile ${profile.name}: vLLM ${profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`,
+      refused,
+    );
+  return [
+    ...refused.map((x) => `serve would refuse: ${x}`),
+    ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem),
+  ];
+}
+
+/**
  * Resolved profile + the caller's settled inputs (serve's verb checked its flags) -> the plan. Throws UsageError (exit
  * 2) on any profile error.
  */
@@ -291,17 +309,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   if (exposed) warnings.unshift(exposed);
   // Every rendered flag and value against the target vLLM's table: serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
-  const flags = checkRendered(r.profile);
-  const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
-  if (refused.length && !opts.dryRun)
-    throw new UsageError(
-      `profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`,
-      refused,
-    );
-  warnings.push(
-    ...refused.map((x) => `serve would refuse: ${x}`),
-    ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem),
-  );
+  warnings.push(...renderedFlagWarnings(r.profile, opts.dryRun));
   const dir = opts.stateDir ?? stateDir();
   const rt = traitsOfProfile(r.profile, opts.runtime);
   const executable = executableFor(opts);

@@ -836,6 +836,36 @@ function nodesServing(
   };
 }
 
+/** The replicas of the profile registered and alive that this run did not launch (a router aside). */
+function liveReplacements(registry: Registry, profile: string, launched: Launched[]) {
+  return registry
+    .find(profile)
+    .filter((e) => e.alive && e.inst.role !== 'router' && !launched.some((l) => l.pid === e.inst.pid));
+}
+
+/** Settles once the servers end (every replica, or the router) or the run is cancelled, whichever comes first. */
+function untilEndedOrCancelled(
+  plan: ServePlan,
+  launched: Launched[],
+  registry: Registry,
+  run: ServeRun,
+  router?: RouterLaunched,
+): Promise<void> {
+  // The router ending on its own ends the service too: the unit restarts it all. Behind a router a
+  // rolling restart (another sparkctl) replaces our children one by one: the service lasts while any
+  // replica of the profile is registered and alive, not just the ones started here.
+  const replicasGone = async () => {
+    await Promise.all(launched.map((l) => l.exited));
+    while (router && !run.signal.aborted && liveReplacements(registry, plan.profile.name, launched).length)
+      await pause(1000, run.signal);
+  };
+  const allExited = router ? Promise.race([replicasGone(), router.exited]) : replicasGone();
+  const cancelled = new Promise<void>((res) =>
+    run.signal.aborted ? res() : run.signal.addEventListener('abort', () => res(), { once: true }),
+  );
+  return Promise.race([allExited, cancelled]);
+}
+
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */
 async function foreground(
   plan: ServePlan,
@@ -847,22 +877,7 @@ async function foreground(
   router?: RouterLaunched,
 ): Promise<ServeOutcome> {
   for (const l of launched) l.child.ref();
-  // The router ending on its own ends the service too: the unit restarts it all. Behind a router a
-  // rolling restart (another sparkctl) replaces our children one by one: the service lasts while any
-  // replica of the profile is registered and alive, not just the ones started here.
-  const liveReplacements = () =>
-    registry
-      .find(plan.profile.name)
-      .filter((e) => e.alive && e.inst.role !== 'router' && !launched.some((l) => l.pid === e.inst.pid));
-  const replicasGone = async () => {
-    await Promise.all(launched.map((l) => l.exited));
-    while (router && !run.signal.aborted && liveReplacements().length) await pause(1000, run.signal);
-  };
-  const allExited = router ? Promise.race([replicasGone(), router.exited]) : replicasGone();
-  const cancelled = new Promise<void>((res) =>
-    run.signal.aborted ? res() : run.signal.addEventListener('abort', () => res(), { once: true }),
-  );
-  await Promise.race([allExited, cancelled]);
+  await untilEndedOrCancelled(plan, launched, registry, run, router);
   const byRequest = run.signal.aborted;
   if (byRequest) emit({ type: 'stopping', why: 'signal', replicas: launched.length });
   // A signal stops every group (drain, then SIGKILL; at once on a second signal). Once the API
@@ -888,7 +903,7 @@ async function foreground(
       byRequest && !run.force?.aborted ? router.plan.drainSeconds * 1000 : 0,
       run.force,
     );
-  const replacements = router ? liveReplacements() : [];
+  const replacements = router ? liveReplacements(registry, plan.profile.name, launched) : [];
   const stopping = launched.map(stop);
   await Promise.race([
     Promise.all([

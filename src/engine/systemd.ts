@@ -55,10 +55,10 @@ export async function systemdUnits(r: Resolved, opts: SystemdOptions, out: UnitS
 }
 
 /**
- * One unit for the profile: `serve --foreground` supervises every replica (and the router) and forwards systemd's stop.
+ * Refuse what cannot go into the serve unit as given: a value with a control character (it would start
+ * a new setting), a --user that is no user name, a profile name that cannot name a unit.
  */
-function serveUnit(r: Resolved, opts: SystemdOptions, out: UnitSink): void {
-  const p = r.profile;
+function refuseUnitInputs(p: Resolved['profile'], opts: SystemdOptions): void {
   for (const s of opts.set) refuseControl(`--set ${s.split('=')[0]}`, s);
   refuseControl('description', p.description ?? '');
   refuseControl('profile name', p.name);
@@ -73,6 +73,14 @@ function serveUnit(r: Resolved, opts: SystemdOptions, out: UnitSink): void {
     ]);
   if (!/^[A-Za-z0-9._-]+$/.test(p.name))
     throw new UsageError(`profile name ${JSON.stringify(p.name)}: only letters, digits, . _ - can name a unit`);
+}
+
+/**
+ * One unit for the profile: `serve --foreground` supervises every replica (and the router) and forwards systemd's stop.
+ */
+function serveUnit(r: Resolved, opts: SystemdOptions, out: UnitSink): void {
+  const p = r.profile;
+  refuseUnitInputs(p, opts);
   const cmd = (...args: string[]) => [process.execPath, sparkctlBin(), ...args].map(execArg).join(' ');
   // refused here as serve --foreground would refuse it at each start; allowed, the unit carries the flag
   const exposed = serveExposure(p, Boolean(opts.allowUnauthenticated), false);

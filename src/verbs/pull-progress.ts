@@ -5,6 +5,28 @@ import { c, formatBytes, formatDuration, useColor } from '../output/format.js';
 import { terminalText } from '../util/control.js';
 import type { PullEvent } from '../model/pull.js';
 
+/** Where a pull stands: files done of all, bytes here (startHave of them before it began) of all, files in flight. */
+interface PullTally {
+  done: number;
+  files: number;
+  have: number;
+  startHave: number;
+  total: number;
+  active: Map<string, { got: number; size: number }>;
+}
+
+/** The progress line: files and bytes so far, the rate over secs and the time left, and two files in flight. */
+function progressLine(t: PullTally, secs: number): string {
+  const { done, files, have, startHave, total, active } = t;
+  const rate = (have - startHave) / secs;
+  const left = rate > 0 ? ((total - have) / rate) * 1000 : undefined;
+  const pct = total ? Math.floor((have / total) * 100) : 100;
+  const cur = [...active.entries()]
+    .slice(0, 2)
+    .map(([p, a]) => `${p} ${a.size ? Math.floor((a.got / a.size) * 100) : 100}%`);
+  return `${done}/${files} files, ${formatBytes(have)} of ${formatBytes(total)} (${pct}%), ${formatBytes(rate)}/s${left !== undefined ? `, ${formatDuration(left)} left` : ''}${cur.length ? `  ${cur.join(', ')}` : ''}`;
+}
+
 export function pullProgress(
   opts: { quiet?: boolean; tty?: boolean; write?: (s: string) => void; now?: () => number } = {},
 ) {
@@ -26,16 +48,8 @@ export function pullProgress(
   let drawn = false;
   const active = new Map<string, { got: number; size: number }>();
   const sizes = new Map<string, number>();
-  const line = () => {
-    const secs = Math.max((now() - t0) / 1000, 0.001);
-    const rate = (have - startHave) / secs;
-    const left = rate > 0 ? ((total - have) / rate) * 1000 : undefined;
-    const pct = total ? Math.floor((have / total) * 100) : 100;
-    const cur = [...active.entries()]
-      .slice(0, 2)
-      .map(([p, a]) => `${p} ${a.size ? Math.floor((a.got / a.size) * 100) : 100}%`);
-    return `${done}/${files} files, ${formatBytes(have)} of ${formatBytes(total)} (${pct}%), ${formatBytes(rate)}/s${left !== undefined ? `, ${formatDuration(left)} left` : ''}${cur.length ? `  ${cur.join(', ')}` : ''}`;
-  };
+  const line = () =>
+    progressLine({ done, files, have, startHave, total, active }, Math.max((now() - t0) / 1000, 0.001));
   const clear = () => {
     if (tty && drawn) write('\r\x1b[2K');
     drawn = false;

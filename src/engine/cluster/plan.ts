@@ -83,6 +83,28 @@ export function resolveForNodes(
   return again;
 }
 
+/**
+ * The head's --host in argv (rewritten in place) where the nodes' network reaches it; the warning
+ * where it does without a key, else undefined.
+ */
+function headOnNetwork(argv: string[], p: Resolved['profile']): string | undefined {
+  // sparkctl reaches the head over the nodes' network (the nodes file's address, which may be a name
+  // or an address of another namespace), so a loopback server.host (the default) listens on every
+  // interface of the head, as before the loopback default; without a key that network reaches the
+  // model: said at every start (one-host serve refuses it without --allow-unauthenticated; util/exposure.ts)
+  const hostAt = argv.indexOf('--host');
+  if (hostAt >= 0 && isLoopback(argv[hostAt + 1]!)) argv[hostAt + 1] = '0.0.0.0';
+  const open = exposedWhat({
+    who: `${p.name}'s head`,
+    field: 'server.host',
+    host: hostAt >= 0 ? argv[hostAt + 1]! : p.server.host,
+    keyed: Boolean(p.server.apiKeyEnv),
+    fixes: [],
+  });
+  if (!open) return undefined;
+  return `WARNING: ${open}; server.apiKeyEnv: NAME in the profile (export NAME=...) asks every client for a key`;
+}
+
 /** Every node's command, in start order, for the executor the profile and target vLLM call for. */
 export function planCluster(
   profileName: string,
@@ -122,23 +144,8 @@ export function planCluster(
   });
   rep.argv = withAbsoluteModel(rep.argv, exe.length + 1, p.model.path, model.modelPath);
   const shared = { ...rep.env, ...model.env };
-  // sparkctl reaches the head over the nodes' network (the nodes file's address, which may be a name
-  // or an address of another namespace), so a loopback server.host (the default) listens on every
-  // interface of the head, as before the loopback default; without a key that network reaches the
-  // model: said at every start (one-host serve refuses it without --allow-unauthenticated; util/exposure.ts)
-  const hostAt = rep.argv.indexOf('--host');
-  if (hostAt >= 0 && isLoopback(rep.argv[hostAt + 1]!)) rep.argv[hostAt + 1] = '0.0.0.0';
-  const open = exposedWhat({
-    who: `${p.name}'s head`,
-    field: 'server.host',
-    host: hostAt >= 0 ? rep.argv[hostAt + 1]! : p.server.host,
-    keyed: Boolean(p.server.apiKeyEnv),
-    fixes: [],
-  });
-  if (open)
-    warnings.unshift(
-      `WARNING: ${open}; server.apiKeyEnv: NAME in the profile (export NAME=...) asks every client for a key`,
-    );
+  const open = headOnNetwork(rep.argv, p);
+  if (open) warnings.unshift(open);
   const host =
     executor === 'native' ? planNative(nf, rep.argv, fabricEnv, shared) : planNodes(nf, rep.argv, fabricEnv, shared);
   // the same commands, as the runtime runs them on each node (as they are, or each in a container: node-runtime.ts)

@@ -31,17 +31,11 @@ export function renderContainer(x: ReplicaRun, cli: ContainerCli, marker: string
   return renderContainerRun({ ...x, cli, marker, detached });
 }
 
-export function launchContainer(
-  x: ReplicaRun,
-  cli: ContainerCli,
-  secrets: Record<string, string>,
-  record: (l: Launched) => void,
-): Launched {
-  const p = x.replica;
-  const marker = randomUUID();
-  // a replica on --uds: its folder made and checked ours before the mount is checked, a stale socket removed
-  if (p.uds) prepareReplicaSocket(p.uds);
-  const cp = renderContainer(x, cli, marker);
+/**
+ * Refuse a container plan that the runtime would run wrongly or a later verb could not read: a mount
+ * whose host path is missing, container.cliArgs of a form sparkctl does not write.
+ */
+function refuseBadSpec(cp: ContainerPlan): void {
   // docker creates a missing bind source as an empty root-owned folder (podman refuses it): a typo in
   // model.path or container.mounts would leave a folder sparkctl did not mean to make, and serve nothing
   const missing = cp.spec.mounts.find((m) => !existsSync(m.host));
@@ -56,6 +50,10 @@ export function launchContainer(
     throw new UsageError(`container.cliArgs: ${badArgs}`, [
       'set container.cliArgs to the global options listed, or leave it empty',
     ]);
+}
+
+/** Refuse the launch where a container of its name is already there (or the CLI cannot be asked). */
+function refuseExisting(cp: ContainerPlan): void {
   // A container of this name: a leftover of an earlier run, or someone else's. Never replaced.
   const seen = cliRun(
     withCliArgs([cp.cli, 'inspect', '--type', 'container', '--format', '{{.Id}}', cp.name], cp.cliArgs),
@@ -70,6 +68,59 @@ export function launchContainer(
       `a container named ${cp.name} already exists (${seen.stdout.trim().slice(0, 12)})`,
       leftoverFix(cp.cli, cp.name),
     );
+}
+
+/** The plan's argv with `--cidfile FILE` right after `run`, so that the runtime writes the id there at create. */
+function withCidfile(cp: ContainerPlan, cidFile: string): string[] {
+  const at = 1 + cp.cliArgs.length + 1; // [cli, ...cliArgs, 'run', HERE ...]
+  if (cp.argv[at - 1] !== 'run')
+    throw new Error(`internal: a container argv without run at ${at - 1}: ${cp.argv.slice(0, at).join(' ')}`);
+  return [...cp.argv.slice(0, at), '--cidfile', cidFile, ...cp.argv.slice(at)];
+}
+
+/** A launch record with no child: pid 0 while `run` is under way, -1 once it failed (exit says why). */
+function childless(
+  base: Pick<Launched, 'plan' | 'marker' | 'tail' | 'container'>,
+  pid: 0 | -1,
+  exit: Launched['exit'],
+): Launched {
+  return {
+    plan: base.plan,
+    child: undefined as never,
+    pid,
+    pgid: pid,
+    startTime: 0,
+    marker: base.marker,
+    exit,
+    exited: Promise.resolve(),
+    tail: base.tail,
+    container: base.container,
+  };
+}
+
+/** The container id `run --detach` printed: the last line of 64 hex digits (undefined where none). */
+function containerIdOf(stdout: string): string | undefined {
+  return stdout
+    .trim()
+    .split('\n')
+    .map((w) => w.trim())
+    .reverse()
+    .find((w) => /^[a-f0-9]{64}$/.test(w));
+}
+
+export function launchContainer(
+  x: ReplicaRun,
+  cli: ContainerCli,
+  secrets: Record<string, string>,
+  record: (l: Launched) => void,
+): Launched {
+  const p = x.replica;
+  const marker = randomUUID();
+  // a replica on --uds: its folder made and checked ours before the mount is checked, a stale socket removed
+  if (p.uds) prepareReplicaSocket(p.uds);
+  const cp = renderContainer(x, cli, marker);
+  refuseBadSpec(cp);
+  refuseExisting(cp);
 
   // argv names the key, never holds it: it may be logged
   // sparkctl's own record of this launch, before `run`: the marker it chose and where `run
@@ -85,10 +136,7 @@ export function launchContainer(
     launchedAt: new Date().toISOString(),
     logFile: p.logFile,
   });
-  const at = 1 + cp.cliArgs.length + 1; // [cli, ...cliArgs, 'run', HERE ...]
-  if (cp.argv[at - 1] !== 'run')
-    throw new Error(`internal: a container argv without run at ${at - 1}: ${cp.argv.slice(0, at).join(' ')}`);
-  const argv = [...cp.argv.slice(0, at), '--cidfile', ledger.cidFile, ...cp.argv.slice(at)];
+  const argv = withCidfile(cp, ledger.cidFile);
   const { fd, tail } = openLaunchLog(p.logFile, 'server log', argv);
   rememberCli(x.stateDir, cp.cli, cp.cliArgs);
   const rec: ContainerRecord = {
@@ -98,48 +146,21 @@ export function launchContainer(
     image: cp.image,
     cidFile: ledger.cidFile,
   };
+  const base = { plan: p, marker, tail, container: rec };
   const failed = (error: string): Launched => {
     closeSync(fd);
-    const l: Launched = {
-      plan: p,
-      child: undefined as never,
-      pid: -1,
-      pgid: -1,
-      startTime: 0,
-      marker,
-      exit: { code: null, signal: null, error },
-      exited: Promise.resolve(),
-      tail,
-      container: rec,
-    };
-    return l;
+    return childless(base, -1, { code: null, signal: null, error });
   };
   // Recorded before `run`: a sparkctl killed while the runtime creates it leaves an entry whose
   // cid file names the container.
-  record({
-    plan: p,
-    child: undefined as never,
-    pid: 0,
-    pgid: 0,
-    startTime: 0,
-    marker,
-    exit: undefined,
-    exited: Promise.resolve(),
-    tail,
-    container: rec,
-  });
+  record(childless(base, 0, undefined));
   const run = cliRun(argv, { env: { ...process.env, ...secrets }, timeoutMs: 300_000 });
   if (run.stderr) writeSync(fd, run.stderr.endsWith('\n') ? run.stderr : `${run.stderr}\n`);
   if (run.error || run.code !== 0)
     return failed(
       `${cp.cli} run failed: ${(run.error ?? failureLine(run.stderr) ?? `exit ${run.code}`).slice(0, 400)}`,
     );
-  const id = run.stdout
-    .trim()
-    .split('\n')
-    .map((w) => w.trim())
-    .reverse()
-    .find((w) => /^[a-f0-9]{64}$/.test(w));
+  const id = containerIdOf(run.stdout);
   if (!id) return failed(`${cp.cli} run printed no container id: ${JSON.stringify(run.stdout.slice(0, 200))}`);
   rec.id = id;
   // no marker in its environment: it is no server of its own (the orphan scan reads markers); it is

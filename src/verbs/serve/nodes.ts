@@ -8,7 +8,7 @@ import { readSecrets } from '../../engine/plan.js';
 import type { ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { stateDir } from '../../util/paths.js';
-import { loadNodesFile } from '../../profiles/load.js';
+import { loadNodesFile, type LoadedProfile } from '../../profiles/load.js';
 import { servedName } from '../../profiles/render.js';
 import { HOST_TRAITS, traitsOf } from '../../engine/runtime/traits.js';
 import {
@@ -56,17 +56,7 @@ export async function serveNodes(
     { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) },
     { ...opts, set: sets },
   );
-  // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
-  const pin = imagePinOfNodes(target.loaded, stateDir(), opts.repin);
-  const loaded = pin.pinned
-    ? { ...target.loaded, profile: withContainerImage(target.loaded.profile, pin.pinned.run) }
-    : target.loaded;
-  if (pin.pinned && !opts.json && !quiet)
-    note(
-      c.dim(
-        `image ${pin.ref}: every node runs the pin ${pin.pinned.run} (pinned ${pin.pinned.pin.at}${pin.pinned.pin.image ? ` from ${pin.pinned.pin.image}` : ''}); a node without that very image is refused`,
-      ),
-    );
+  const { pin, loaded } = asPinned(target.loaded, opts, quiet);
   // the model whole in this host's cache (where pull --nodes copies it from, to the same path on every node): the ranks
   // run offline
   const gate = await nodesModelGate(loaded.profile, opts);
@@ -99,14 +89,7 @@ export async function serveNodes(
   const r = pc.resolved;
   // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
   const secrets = readSecrets(r.profile);
-  // How long each node's `ray start` may take before its process group is ended (a worker that
-  // cannot reach the head otherwise retries for minutes and joins late).
-  const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
-  const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
-  if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0))
-    throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, [
-      'unset it for the default (90)',
-    ]);
+  const joinTimeoutS = rayJoinTimeoutS();
   // serve's own inputs, kept in the record: an upgrade serves the candidate (and the previous pin) the same way
   const plan = {
     ...toClusterPlan(pc, { ...inputs, stateDir: stateDir(), joinTimeoutS }),
@@ -129,6 +112,34 @@ export async function serveNodes(
     await pinNodesImage(nf, pc, pin.ref, r.profile.engine.vllmVersion, opts.json);
   if (out.status !== 'healthy') throw new ProblemsFound('the deep probe failed');
   return out;
+}
+
+/** The profile as the nodes run it, and its image's pin (imagePinOfNodes); the pin said unless quiet or --json. */
+function asPinned(given: LoadedProfile, opts: ServeOptions, quiet: boolean) {
+  // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
+  const pin = imagePinOfNodes(given, stateDir(), opts.repin);
+  const loaded = pin.pinned ? { ...given, profile: withContainerImage(given.profile, pin.pinned.run) } : given;
+  if (pin.pinned && !opts.json && !quiet)
+    note(
+      c.dim(
+        `image ${pin.ref}: every node runs the pin ${pin.pinned.run} (pinned ${pin.pinned.pin.at}${pin.pinned.pin.image ? ` from ${pin.pinned.pin.image}` : ''}); a node without that very image is refused`,
+      ),
+    );
+  return { pin, loaded };
+}
+
+/**
+ * How long each node's `ray start` may take before its process group is ended (a worker that cannot
+ * reach the head otherwise retries for minutes and joins late): SPARKCTL_RAY_JOIN_TIMEOUT_S, else 90.
+ */
+function rayJoinTimeoutS(): number {
+  const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
+  const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
+  if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0))
+    throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, [
+      'unset it for the default (90)',
+    ]);
+  return joinTimeoutS;
 }
 
 /**

@@ -133,6 +133,30 @@ function nodesOutcomeText(o: ServeOutcome, named: string | undefined) {
   for (const x of f.lastLines) note(c.dim(`  | ${x}`));
 }
 
+/** Every replica ready: the line with the slowest one's time, then a row per replica (its address, GPUs, pid, time). */
+function sayReady(
+  profile: string,
+  launched: Array<Extract<ServeEvent, { type: 'launched' }>>,
+  ready: Map<string, number>,
+  sim: boolean,
+): void {
+  const slowest = Math.max(...ready.values());
+  say(
+    `${c.green('ready')}: ${profile}, ${launched.length} replica(s) in ${formatDuration(slowest)}${sim ? ' (simulated engine)' : ''}`,
+  );
+  say(
+    table(
+      launched.map((l) => [
+        l.replica,
+        l.uds ? `unix:${l.uds}` : `http://127.0.0.1:${l.port}/v1`,
+        `GPUs ${l.gpus.join(',')}`,
+        `pid ${l.pid}`,
+        formatDuration(ready.get(l.replica) ?? 0),
+      ]),
+    ),
+  );
+}
+
 export function textRenderer(ctx: RenderCtx): ServeRenderer {
   const prog = progress();
   const tty = Boolean(process.stderr.isTTY) && !process.env.CI;
@@ -178,28 +202,13 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
             phaseKind.set(e.replica, kind);
           }
           break;
-        case 'ready': {
+        case 'ready':
           ready.set(e.replica, e.ms);
           if (ready.size < launched.length) break;
           prog.done();
           readyAt = Date.now();
-          const slowest = Math.max(...ready.values());
-          say(
-            `${c.green('ready')}: ${profile}, ${launched.length} replica(s) in ${formatDuration(slowest)}${sim ? ' (simulated engine)' : ''}`,
-          );
-          say(
-            table(
-              launched.map((l) => [
-                l.replica,
-                l.uds ? `unix:${l.uds}` : `http://127.0.0.1:${l.port}/v1`,
-                `GPUs ${l.gpus.join(',')}`,
-                `pid ${l.pid}`,
-                formatDuration(ready.get(l.replica) ?? 0),
-              ]),
-            ),
-          );
+          sayReady(profile, launched, ready, sim);
           break;
-        }
         case 'stopping':
           prog.done();
           if (e.why === 'signal') note(`stopping ${e.replicas} replica(s)`);
