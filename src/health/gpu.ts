@@ -106,6 +106,33 @@ export interface GpuVerdict {
   samples: GpuSample[];
 }
 
+type AddFinding = (gpu: number | undefined, level: GpuFinding['level'], text: string) => void;
+
+/** One GPU's own findings: temperature against the thresholds, ECC and throttle (preflight's rules), memory used. */
+function judgeGpu(g: Gpu, o: { thresholds: GpuThresholds; memLimit: number; reserved: number }, add: AddFinding): void {
+  const t = o.thresholds;
+  const i = Number(g.index);
+  const temp = gpuNum(g, 'temperature.gpu');
+  if (temp !== undefined) {
+    if (temp >= t.tempCriticalC)
+      add(i, 'critical', `GPU${i}: ${temp} C >= ${t.tempCriticalC} C (critical: throttling or shutdown next)`);
+    else if (temp >= t.tempUnhealthyC) add(i, 'unhealthy', `GPU${i}: ${temp} C >= ${t.tempUnhealthyC} C`);
+    else if (temp >= t.tempWarnC) add(i, 'warn', `GPU${i}: ${temp} C >= ${t.tempWarnC} C`);
+  }
+  const ecc = gpuEccFindings(g);
+  const thr = gpuThrottleFindings(g);
+  for (const f of [...ecc.fails, ...thr.fails]) add(i, 'unhealthy', f);
+  for (const f of [...ecc.warns, ...thr.warns]) add(i, 'warn', f);
+  const used = gpuNum(g, 'memory.used');
+  const total = gpuNum(g, 'memory.total');
+  if (used !== undefined && total && used / total > o.memLimit)
+    add(
+      i,
+      'warn',
+      `GPU${i}: ${((used / total) * 100).toFixed(0)} % memory used, above the reserved ${(o.reserved * 100).toFixed(0)} % + headroom (another process on the GPU?)`,
+    );
+}
+
 /**
  * Judge the GPUs a server holds. `mine` limits the judgement to those indices (all when absent);
  * `xidNew` are the Xid events since the last probe.
@@ -125,29 +152,7 @@ export function judgeGpus(
   const findings: GpuFinding[] = [];
   const add = (gpu: number | undefined, level: GpuFinding['level'], text: string) =>
     findings.push({ gpu, level, text });
-  const t = o.thresholds;
-  for (const g of mine) {
-    const i = Number(g.index);
-    const temp = gpuNum(g, 'temperature.gpu');
-    if (temp !== undefined) {
-      if (temp >= t.tempCriticalC)
-        add(i, 'critical', `GPU${i}: ${temp} C >= ${t.tempCriticalC} C (critical: throttling or shutdown next)`);
-      else if (temp >= t.tempUnhealthyC) add(i, 'unhealthy', `GPU${i}: ${temp} C >= ${t.tempUnhealthyC} C`);
-      else if (temp >= t.tempWarnC) add(i, 'warn', `GPU${i}: ${temp} C >= ${t.tempWarnC} C`);
-    }
-    const ecc = gpuEccFindings(g);
-    const thr = gpuThrottleFindings(g);
-    for (const f of [...ecc.fails, ...thr.fails]) add(i, 'unhealthy', f);
-    for (const f of [...ecc.warns, ...thr.warns]) add(i, 'warn', f);
-    const used = gpuNum(g, 'memory.used');
-    const total = gpuNum(g, 'memory.total');
-    if (used !== undefined && total && used / total > o.memLimit)
-      add(
-        i,
-        'warn',
-        `GPU${i}: ${((used / total) * 100).toFixed(0)} % memory used, above the reserved ${(o.reserved * 100).toFixed(0)} % + headroom (another process on the GPU?)`,
-      );
-  }
+  for (const g of mine) judgeGpu(g, o, add);
   // Xid since the last probe, tied to a GPU by bus id
   const byBus = new Map(rows.map((g) => [busKey(g['pci.bus_id']), Number(g.index)]));
   const xidNew = (o.xidNew ?? []).filter((e) => {

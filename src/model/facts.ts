@@ -316,42 +316,31 @@ function textShape(c: Json) {
   return { layers, heads, kvHeads, hidden, mla, headDim, maxContext };
 }
 
-/** config.json (+ the safetensors index's total_size) -> facts. Throws ModelConfigError naming the field. */
-export function parseModelConfig(
-  raw: unknown,
-  index?: unknown,
-  weights?: WeightSummary & { mtpBytes?: number },
-  files?: CheckpointFiles,
-): ModelFacts {
-  if (!isObj(raw)) throw new ModelConfigError('(root)', 'config.json is not a JSON object');
-  const c = textConfig(raw);
-  const { layers, heads, kvHeads, hidden, mla, headDim, maxContext } = textShape(c);
-  const layout = readLayout(c, layers);
-  const kinds: string[] = layout && !('notModelled' in layout) ? kindsOf(layout) : layerKinds(c, layers);
-  const dtype = str(c.dtype) ?? str(c.torch_dtype) ?? str(raw.dtype) ?? str(raw.torch_dtype);
-  const quant = checkpointQuant(raw, c, files?.hfQuantConfig);
-  const qc = quant.config;
-  const quantization = quant.method;
-  const dtypeBytes = DTYPE_BYTES[dtype ?? 'bfloat16'] ?? 2;
+/** The text model's routed experts (undefined: none). Throws ModelConfigError for a count beyond any model. */
+function textExperts(c: Json): number | undefined {
   const expertCount = posInt(c.num_experts) ?? posInt(c.n_routed_experts) ?? posInt(c.num_local_experts);
   if (expertCount !== undefined && expertCount > 100_000)
     throw new ModelConfigError('num_experts', `num_experts: ${expertCount} is beyond any model (at most 100000)`);
   // Nemotron-H's config class always carries n_routed_experts; only its E layers have experts
-  const experts =
-    typeof c.hybrid_override_pattern === 'string' && !c.hybrid_override_pattern.includes('E') ? undefined : expertCount;
-  const text = textModules(c, {
-    layers,
-    heads,
-    kvHeads,
-    headDim,
-    mla,
-    experts,
-    layout: 'layers' in layout ? layout : undefined,
-    nested: c !== raw,
-  });
-  // a multimodal checkpoint's vision tower is loaded too (estimated from vision_config: modules.ts visionModules)
-  const vision = c !== raw ? visionModules(raw) : undefined;
-  const modules = text && vision ? [...text, ...vision] : text;
+  return typeof c.hybrid_override_pattern === 'string' && !c.hybrid_override_pattern.includes('E')
+    ? undefined
+    : expertCount;
+}
+
+/** What the weights are sized from: the config's modules, its quantization config, and the files beside it. */
+interface WeightInputs {
+  c: Json;
+  layers: number;
+  modules?: WeightModule[];
+  qc?: Json;
+  dtypeBytes: number;
+  index?: unknown;
+  weights?: WeightSummary & { mtpBytes?: number };
+  files?: CheckpointFiles;
+}
+
+/** The weights' parameters and bytes (shard headers, index or config), MTP layers apart. Throws ModelConfigError. */
+function weightSizes({ c, layers, modules, qc, dtypeBytes, index, weights, files }: WeightInputs) {
   const counted = modules?.reduce((a, m) => a + moduleParams(m), 0);
   const scheme = qc ? readQuantScheme(qc, dtypeBytes) : undefined;
   const schemeOk = scheme && !('notModelled' in scheme) ? scheme : undefined;
@@ -388,6 +377,23 @@ export function parseModelConfig(
   // what an unquantized checkpoint takes under vLLM's online fp8 (--quantization fp8)
   const onlineFp8Bytes =
     modules && !qc ? modules.reduce((a, m) => a + onlineScheme('fp8')!.bytes(m, dtypeBytes), 0) : undefined;
+  return {
+    parameters,
+    weightBytes,
+    configBytes,
+    schemeOk,
+    weightParts,
+    fromShards,
+    fromIndex,
+    mtp,
+    mtpCounted,
+    weightsNotModelled,
+    onlineFp8Bytes,
+  };
+}
+
+/** The layers by cache: full attention, sliding window (and the window), linear attention (and its state). */
+function cacheLayers(c: Json, kinds: string[], layout: Layout | NotModelled, dtypeBytes: number) {
   const linearLayers = kinds.filter((k) => k === 'linear').length;
   const perLayerState = linearLayers ? linearStatePerLayer(c, dtypeBytes) : undefined;
   const slidingLayers = kinds.filter((k) => k === 'sliding').length;
@@ -398,17 +404,55 @@ export function parseModelConfig(
           .find((x): x is Extract<LayerCache, { kind: 'attention' }> => x.kind === 'attention' && !!x.window)?.window
       : undefined;
   return {
-    architecture: Array.isArray(raw.architectures) ? str(raw.architectures[0]) : undefined,
-    modelType: str(c.model_type) ?? str(raw.model_type),
-    parameters,
-    weightBytes,
-    layers,
-    attention: mla ? 'mla' : kvHeads === heads ? 'mha' : 'gqa',
     kvLayers: kinds.filter((k) => k === 'full').length,
     slidingLayers,
     slidingWindow: slidingLayers ? (window ?? posInt(c.sliding_window)) : undefined,
     linearLayers,
     linearStateBytes: perLayerState !== undefined ? perLayerState * linearLayers : undefined,
+  };
+}
+
+/** config.json (+ the safetensors index's total_size) -> facts. Throws ModelConfigError naming the field. */
+export function parseModelConfig(
+  raw: unknown,
+  index?: unknown,
+  weights?: WeightSummary & { mtpBytes?: number },
+  files?: CheckpointFiles,
+): ModelFacts {
+  if (!isObj(raw)) throw new ModelConfigError('(root)', 'config.json is not a JSON object');
+  const c = textConfig(raw);
+  const { layers, heads, kvHeads, hidden, mla, headDim, maxContext } = textShape(c);
+  const layout = readLayout(c, layers);
+  const kinds: string[] = layout && !('notModelled' in layout) ? kindsOf(layout) : layerKinds(c, layers);
+  const dtype = str(c.dtype) ?? str(c.torch_dtype) ?? str(raw.dtype) ?? str(raw.torch_dtype);
+  const quant = checkpointQuant(raw, c, files?.hfQuantConfig);
+  const qc = quant.config;
+  const quantization = quant.method;
+  const dtypeBytes = DTYPE_BYTES[dtype ?? 'bfloat16'] ?? 2;
+  const experts = textExperts(c);
+  const text = textModules(c, {
+    layers,
+    heads,
+    kvHeads,
+    headDim,
+    mla,
+    experts,
+    layout: 'layers' in layout ? layout : undefined,
+    nested: c !== raw,
+  });
+  // a multimodal checkpoint's vision tower is loaded too (estimated from vision_config: modules.ts visionModules)
+  const vision = c !== raw ? visionModules(raw) : undefined;
+  const modules = text && vision ? [...text, ...vision] : text;
+  const sizes = weightSizes({ c, layers, modules, qc, dtypeBytes, index, weights, files });
+  const cache = cacheLayers(c, kinds, layout, dtypeBytes);
+  return {
+    architecture: Array.isArray(raw.architectures) ? str(raw.architectures[0]) : undefined,
+    modelType: str(c.model_type) ?? str(raw.model_type),
+    parameters: sizes.parameters,
+    weightBytes: sizes.weightBytes,
+    layers,
+    attention: mla ? 'mla' : kvHeads === heads ? 'mha' : 'gqa',
+    ...cache,
     attentionHeads: heads,
     kvHeads: mla ? 1 : kvHeads,
     headDim,
@@ -419,24 +463,24 @@ export function parseModelConfig(
     dtype,
     quantization,
     quantizationFrom: quant.from,
-    quantScheme: schemeOk?.label,
+    quantScheme: sizes.schemeOk?.label,
     kvCacheDtype: checkpointKvDtype(qc),
-    weightBytesPerParam: weightBytes
-      ? weightBytes / parameters
-      : configBytes && parameters
-        ? configBytes / parameters
+    weightBytesPerParam: sizes.weightBytes
+      ? sizes.weightBytes / sizes.parameters
+      : sizes.configBytes && sizes.parameters
+        ? sizes.configBytes / sizes.parameters
         : dtypeBytes,
-    weightsFrom: fromShards ? 'shard headers' : fromIndex ? 'index total_size' : 'config',
-    weightParts,
-    weightsNotModelled,
-    mtpLayers: mtp || undefined,
+    weightsFrom: sizes.fromShards ? 'shard headers' : sizes.fromIndex ? 'index total_size' : 'config',
+    weightParts: sizes.weightParts,
+    weightsNotModelled: sizes.weightsNotModelled,
+    mtpLayers: sizes.mtp || undefined,
     visionFrom: vision
       ? 'vision_config (estimated)'
       : c !== raw && isObj(raw.vision_config)
         ? 'not counted'
         : undefined,
-    mtpBytes: mtpCounted || undefined,
-    onlineFp8Bytes,
+    mtpBytes: sizes.mtpCounted || undefined,
+    onlineFp8Bytes: sizes.onlineFp8Bytes,
     weightDtypes: weights
       ? Object.fromEntries(Object.entries(weights.byDtype).map(([d, v]) => [d, v.bytes]))
       : undefined,

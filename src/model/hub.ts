@@ -587,6 +587,18 @@ async function rangeAnswer(
   return 'body';
 }
 
+/** What a request that got no answer throws: the caller's abort as it came, else a HubError saying why. */
+function requestFailure(e: unknown, path: string, caller: AbortSignal | undefined, stall: AbortSignal): unknown {
+  if (caller?.aborted) return e;
+  if (isRedirectLoop(e))
+    return new HubError(
+      'protocol',
+      `${path}: ${networkCause(e)}`,
+      'the server (HF_ENDPOINT) redirects in a loop: check the mirror',
+    );
+  return new HubError('network', `${path}: ${stall.aborted ? 'no answer before the deadline' : networkCause(e)}`);
+}
+
 /**
  * One request from `from`; returns the bytes written, or -1 when the server sent the whole file instead of the range.
  */
@@ -614,17 +626,7 @@ async function fetchRange(
     });
   } catch (e) {
     clearTimeout(timer);
-    if (opts.signal?.aborted) throw e;
-    if (isRedirectLoop(e))
-      throw new HubError(
-        'protocol',
-        `${f.path}: ${networkCause(e)}`,
-        'the server (HF_ENDPOINT) redirects in a loop: check the mirror',
-      );
-    throw new HubError(
-      'network',
-      `${f.path}: ${stall.signal.aborted ? 'no answer before the deadline' : networkCause(e)}`,
-    );
+    throw requestFailure(e, f.path, opts.signal, stall.signal);
   }
   const answer = await rangeAnswer(hub, repo, res, f.path, from).catch((e) => {
     clearTimeout(timer);

@@ -472,6 +472,33 @@ const UNMODELLED_FIELDS = [
   'use_cla',
 ];
 
+/** Why a family's caches are not modelled (by architecture or model_type, encoder-only, encoder-decoder), if so. */
+function unmodelledFamily(c: Json, type: string): NotModelled | undefined {
+  const arch = Array.isArray(c.architectures) ? str(c.architectures[0]) : undefined;
+  if (arch && UNMODELLED_ARCHS.includes(arch) && !UNMODELLED_TYPES.includes(type))
+    return {
+      notModelled: 'architectures',
+      why: `${arch}: its cache layout (vLLM's own spec for it, models/registry.py) is not modelled here`,
+    };
+  if (UNMODELLED_TYPES.includes(type)) {
+    const field = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
+    return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };
+  }
+  // Encoder-only models (BERT and its kin) run as pooling models: bidirectional attention keeps no KV cache
+  // (EncoderOnlyAttentionSpec.max_memory_usage_bytes is 0; Attention.get_kv_cache_spec returns None for ENCODER_ONLY)
+  if (ENCODER_ONLY_TYPES.includes(type))
+    return {
+      notModelled: 'model_type',
+      why: `${type || 'this model'} is encoder-only: vLLM serves it as a pooling model with no KV cache, so there is no KV or concurrency figure to give`,
+    };
+  if (c.is_encoder_decoder === true)
+    return {
+      notModelled: 'is_encoder_decoder',
+      why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model',
+    };
+  return undefined;
+}
+
 /**
  * The per-layer caches of the text model `c` (the text_config of a multimodal checkpoint), with `n`
  * decoder layers, or the field that could not be followed.
@@ -479,29 +506,8 @@ const UNMODELLED_FIELDS = [
 export function readLayout(c: Json, n: number): Layout | NotModelled {
   try {
     const type = str(c.model_type) ?? '';
-    const arch = Array.isArray(c.architectures) ? str(c.architectures[0]) : undefined;
-    if (arch && UNMODELLED_ARCHS.includes(arch) && !UNMODELLED_TYPES.includes(type))
-      return {
-        notModelled: 'architectures',
-        why: `${arch}: its cache layout (vLLM's own spec for it, models/registry.py) is not modelled here`,
-      };
-    if (UNMODELLED_TYPES.includes(type)) {
-      const field =
-        UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
-      return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };
-    }
-    // Encoder-only models (BERT and its kin) run as pooling models: bidirectional attention keeps no KV cache
-    // (EncoderOnlyAttentionSpec.max_memory_usage_bytes is 0; Attention.get_kv_cache_spec returns None for ENCODER_ONLY)
-    if (ENCODER_ONLY_TYPES.includes(type))
-      return {
-        notModelled: 'model_type',
-        why: `${type || 'this model'} is encoder-only: vLLM serves it as a pooling model with no KV cache, so there is no KV or concurrency figure to give`,
-      };
-    if (c.is_encoder_decoder === true)
-      return {
-        notModelled: 'is_encoder_decoder',
-        why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model',
-      };
+    const unmodelled = unmodelledFamily(c, type);
+    if (unmodelled) return unmodelled;
     if (type.startsWith('nemotron_h') || c.hybrid_override_pattern !== undefined) return nemotronH(c, n);
     if (Array.isArray(c.block_configs)) return decilm(c, n);
     if (c.block_configs !== undefined && c.block_configs !== null)

@@ -87,76 +87,88 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
     if (mixer) mixerModules(mixer, L, h, i, add);
     else if (attn || !caches) attentionModules(c, f, h, `${L}.${nemotron ? 'mixer' : 'self_attn'}`, i, attn, add);
     const mlp = `${L}.${nemotron ? 'mixer' : 'mlp'}`;
-    const dense = (
-      width: number,
-      names = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj'],
-    ) => {
-      for (const n of names)
-        add(`${mlp}.${n}`, 'mlp', n === 'down_proj' ? width : h, n === 'down_proj' ? h : width, 1, i);
-    };
-    const moe = (
-      width: number,
-      sharedWidth: number,
-      mats = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj'],
-    ) => {
-      const eh = latent ?? h;
-      if (latent) {
-        add(`${mlp}.fc1_latent_proj`, 'mlp', h, latent, 1, i);
-        add(`${mlp}.fc2_latent_proj`, 'mlp', latent, h, 1, i);
-      }
-      for (const n of mats)
-        add(
-          `${mlp}.experts.0.${n}`,
-          'expert',
-          n === 'down_proj' ? width : eh,
-          n === 'down_proj' ? eh : width,
-          experts,
-          i,
-        );
-      add(`${mlp}.gate`, 'router', h, experts, 1, i);
-      if (sharedWidth)
-        for (const n of mats)
-          add(
-            `${mlp}.shared_expert.${n}`,
-            'shared',
-            n === 'down_proj' ? sharedWidth : h,
-            n === 'down_proj' ? h : sharedWidth,
-            1,
-            i,
-          );
-    };
+    const block: FfnBlock = { add, mlp, h, i, nemotron, experts, latent };
     if (f.layout?.family === 'decilm') {
       // nemotron_nas.py: no FFN where ffn.no_op; else intermediate_size, or _ffn_mult_to_intermediate_size(ffn_mult, h)
       const ffn = (c.block_configs as Json[])[i]?.ffn as Json | undefined;
       if (ffn?.no_op === true) continue;
       const mult = typeof ffn?.ffn_mult === 'number' && ffn.ffn_mult > 0 ? ffn.ffn_mult : undefined;
       const width = mult !== undefined ? ffnMultToIntermediate(mult, h) : (posInt(ffn?.intermediate_size) ?? inter);
-      dense(width);
+      denseModules(block, width);
       continue;
     }
     if (nemotron) {
       // Nemotron-H: a layer is ONE block: M (mixer), * (attention), - (MLP), E (MoE)
       const ch = pattern?.[i];
-      if (ch === '-' || (!pattern && caches?.length === 0 && !experts)) dense(inter);
-      else if (ch === 'E') moe(moeInter, shared);
+      if (ch === '-' || (!pattern && caches?.length === 0 && !experts)) denseModules(block, inter);
+      else if (ch === 'E') moeModules(block, moeInter, shared);
       continue;
     }
     const step = posInt(c.interleave_moe_layer_step);
     if (step && f.experts !== undefined) {
       // Llama 4 (transformers Llama4TextConfig): layer i is MoE when i % step == step - 1, with one shared expert of
       // intermediate_size; the dense layers use intermediate_size_mlp
-      if (i % step === step - 1) moe(inter, inter);
-      else dense(posInt(c.intermediate_size_mlp) ?? inter);
+      if (i % step === step - 1) moeModules(block, inter, inter);
+      else denseModules(block, posInt(c.intermediate_size_mlp) ?? inter);
       continue;
     }
     // moe_layer_freq as a list (MiMo-V2, mimo_v2.py: layer i is MoE when moe_layer_freq[i] is 1); else every layer past
     // first_k_dense_replace
     const freq = Array.isArray(c.moe_layer_freq) && c.moe_layer_freq.length === f.layers ? c.moe_layer_freq : undefined;
     const moeLayer = f.experts !== undefined && (freq ? freq[i] === 1 || freq[i] === true : i >= firstDense);
-    if (moeLayer) moe(moeInter, shared);
-    else dense(inter);
+    if (moeLayer) moeModules(block, moeInter, shared);
+    else denseModules(block, inter);
   }
   return out;
+}
+
+/** Where one layer's MLP or MoE modules go, and the sizes they are built from. */
+interface FfnBlock {
+  add: Add;
+  /** the modules' name prefix (model.layers.3.mlp, backbone.layers.3.mixer) */
+  mlp: string;
+  h: number;
+  i: number;
+  nemotron: boolean;
+  experts: number;
+  /** NemotronH latent MoE: the experts' width behind the latent projections */
+  latent?: number;
+}
+
+/** A dense MLP of intermediate size `width` (gate, up and down projections; Nemotron-H has no gate). */
+function denseModules(
+  { add, mlp, h, i, nemotron }: FfnBlock,
+  width: number,
+  names = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj'],
+) {
+  for (const n of names) add(`${mlp}.${n}`, 'mlp', n === 'down_proj' ? width : h, n === 'down_proj' ? h : width, 1, i);
+}
+
+/** An MoE block: the routed experts of intermediate size `width`, the router, and shared experts of `sharedWidth`. */
+function moeModules(
+  { add, mlp, h, i, nemotron, experts, latent }: FfnBlock,
+  width: number,
+  sharedWidth: number,
+  mats = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj'],
+) {
+  const eh = latent ?? h;
+  if (latent) {
+    add(`${mlp}.fc1_latent_proj`, 'mlp', h, latent, 1, i);
+    add(`${mlp}.fc2_latent_proj`, 'mlp', latent, h, 1, i);
+  }
+  for (const n of mats)
+    add(`${mlp}.experts.0.${n}`, 'expert', n === 'down_proj' ? width : eh, n === 'down_proj' ? eh : width, experts, i);
+  add(`${mlp}.gate`, 'router', h, experts, 1, i);
+  if (sharedWidth)
+    for (const n of mats)
+      add(
+        `${mlp}.shared_expert.${n}`,
+        'shared',
+        n === 'down_proj' ? sharedWidth : h,
+        n === 'down_proj' ? h : sharedWidth,
+        1,
+        i,
+      );
 }
 
 /**

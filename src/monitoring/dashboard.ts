@@ -29,15 +29,10 @@ interface Panel {
 /** A USD price per GPU-hour when the profile has none: $1200 per GPU-month / 730 h, a common list price. */
 const DEFAULT_GPU_HOUR_PRICE = 1.64;
 
-export function renderDashboard(s: MonitoringSpec) {
-  const n = s.names;
-  const sel = 'model_name=~"$model_name", instance=~"$instance"';
-  const probe = `target=~${str(s.probeTargets)}`;
-  const q = (qq: number, h: string) =>
-    `histogram_quantile(${qq}, sum by (le) (rate(${h}_bucket{${sel}}[$__rate_interval])))`;
-  const panels: Panel[] = [];
+/** The dashboard's add(...): each call appends one panel to `panels`, numbered and laid out on the 24-column grid. */
+function panelAdder(panels: Panel[]) {
   const at = { x: 0, y: 0, h: 0 };
-  const add = (
+  return (
     type: Panel['type'],
     title: string,
     description: string,
@@ -92,6 +87,16 @@ export function renderDashboard(s: MonitoringSpec) {
       ...extra,
     });
   };
+}
+
+export function renderDashboard(s: MonitoringSpec) {
+  const n = s.names;
+  const sel = 'model_name=~"$model_name", instance=~"$instance"';
+  const probe = `target=~${str(s.probeTargets)}`;
+  const q = (qq: number, h: string) =>
+    `histogram_quantile(${qq}, sum by (le) (rate(${h}_bucket{${sel}}[$__rate_interval])))`;
+  const panels: Panel[] = [];
+  const add = panelAdder(panels);
   const tokens = `(sum(rate(${n.promptTokens}{${sel}}[1h])) + sum(rate(${n.generationTokens}{${sel}}[1h])))`;
   add('stat', 'Replicas up', `Replicas Prometheus scrapes (job ${s.job}) that answer.`, 'short', 6, [
     [`sum(up{job=${str(s.job)}})`, 'up'],

@@ -1,7 +1,7 @@
 // Preflight across nodes: every node's own preflight (`sparkctl preflight --json` over ssh), then
 // cross-node checks that are real Checks (id, area, title, a pure run over the per-node reports,
 // each result observed/expected/fix) so they render, count and block like the per-host ones.
-import type { NodesFile } from '../profiles/schema.js';
+import type { NodesFile, NodeEntry } from '../profiles/schema.js';
 import type { CheckResult, CheckOutcome, Status } from '../output/check.js';
 import { shellQuote } from '../output/format.js';
 import { ssh, remoteWhy, printable } from '../engine/cluster/ssh.js';
@@ -163,20 +163,7 @@ export function parseNodeReport(
     problems.push(
       `its summary says ${disagree.map((s) => `${s} ${quoted(said[s])}`).join(', ')} where its checks count ${disagree.map((s) => `${s} ${counted[s]}`).join(', ')}`,
     );
-  const versions: Record<string, string | number | undefined> = {};
-  const v = j.versions && typeof j.versions === 'object' ? (j.versions as Record<string, unknown>) : {};
-  for (const key of VERSION_KEYS) {
-    const x = v[key];
-    if (x === undefined || x === null) continue;
-    if ((typeof x === 'string' && x.length <= VERSION_MAX && x.trim()) || (typeof x === 'number' && Number.isFinite(x)))
-      versions[key] = x;
-    else problems.push(`versions.${key} ${quoted(x)} is no version`);
-  }
-  if (v.gpus !== undefined) {
-    if (typeof v.gpus === 'number' && Number.isInteger(v.gpus) && v.gpus >= 0 && v.gpus <= GPUS_MAX)
-      versions.gpus = v.gpus;
-    else problems.push(`versions.gpus ${quoted(v.gpus)} is no GPU count (a whole number 0-${GPUS_MAX})`);
-  }
+  const versions = readVersions(j.versions, problems);
   if (problems.length)
     checks.unshift({
       id: NODE_ANSWER_CHECK,
@@ -190,6 +177,25 @@ export function parseNodeReport(
   >;
   const platform = typeof j.platform === 'string' && j.platform.length <= VERSION_MAX ? j.platform : undefined;
   return { platform, summary, versions, checks };
+}
+
+/** A node's versions, each kept only where it is one (the GPU count a whole number); the rest goes to `problems`. */
+function readVersions(raw: unknown, problems: string[]): Record<string, string | number | undefined> {
+  const versions: Record<string, string | number | undefined> = {};
+  const v = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  for (const key of VERSION_KEYS) {
+    const x = v[key];
+    if (x === undefined || x === null) continue;
+    if ((typeof x === 'string' && x.length <= VERSION_MAX && x.trim()) || (typeof x === 'number' && Number.isFinite(x)))
+      versions[key] = x;
+    else problems.push(`versions.${key} ${quoted(x)} is no version`);
+  }
+  if (v.gpus !== undefined) {
+    if (typeof v.gpus === 'number' && Number.isInteger(v.gpus) && v.gpus >= 0 && v.gpus <= GPUS_MAX)
+      versions.gpus = v.gpus;
+    else problems.push(`versions.gpus ${quoted(v.gpus)} is no GPU count (a whole number 0-${GPUS_MAX})`);
+  }
+  return versions;
 }
 
 const reached = (ctx: NodesCtx) => ctx.reports.filter((r) => r.reached);
@@ -415,82 +421,87 @@ const OPERSTATE = /^[a-z]{1,20}$/;
 /** a one-word answer (an operstate, present/missing) */
 const SHORT_ANSWER_MAX = 4096;
 
+/** One node's report over ssh: its preflight, its NIC's operstate and the model folder, asked at once. */
+async function gatherNode(
+  nf: NodesFile,
+  n: NodeEntry,
+  opts: { sparkctlArgs: string[]; modelPath?: string; signal?: AbortSignal },
+): Promise<NodeReport> {
+  const base = { node: n.name, address: n.address, ifaceName: n.interface };
+  const [pf, iface, model] = await Promise.all([
+    ssh(nf, n, `${nf.sparkctl} ${opts.sparkctlArgs.map(shellQuote).join(' ')}`, {
+      timeoutMs: 60_000,
+      signal: opts.signal,
+      maxBytes: NODE_REPORT_MAX,
+    }),
+    ssh(nf, n, `cat /sys/class/net/${shellQuote(n.interface)}/operstate`, {
+      timeoutMs: 30_000,
+      signal: opts.signal,
+      maxBytes: SHORT_ANSWER_MAX,
+    }),
+    opts.modelPath
+      ? ssh(nf, n, `test -f ${shellQuote(opts.modelPath + '/config.json')} && echo present || echo missing`, {
+          timeoutMs: 30_000,
+          signal: opts.signal,
+          maxBytes: SHORT_ANSWER_MAX,
+        })
+      : Promise.resolve(undefined),
+  ]);
+  if (pf.exitCode === null || pf.exitCode === 255)
+    return { ...base, reached: false, error: `ssh ${n.sshUser}@${n.address}: ${remoteWhy(pf, 1)}` };
+  const rep = parseNodeReport(pf.stdout);
+  if (!rep) {
+    // exit 2 is sparkctl's own "bad input": it runs there and said why (its first line), not "is it installed?"
+    const first = printable(pf.stderr ?? '')
+      .split('\n')
+      .find((l) => l.trim());
+    if (pf.exitCode === 2 && first)
+      return {
+        ...base,
+        reached: false,
+        error: `sparkctl on ${n.name} refused the preflight (exit 2): ${first.trim()}`,
+      };
+    return {
+      ...base,
+      reached: false,
+      error: `sparkctl on ${n.name} did not answer a preflight report (is it installed there? nodes file: sparkctl: ${nf.sparkctl}): ${remoteWhy(pf, 1)}`,
+    };
+  }
+  const m = model?.stdout.trim();
+  // an ssh that failed (no exit code, or ssh's own 255) read nothing: could not check, never "missing"
+  const failed = (x: { exitCode: number | null } | undefined) =>
+    x !== undefined && (x.exitCode === null || x.exitCode === 255);
+  // what the node said is hostile: only an operstate word is an operstate, only present/missing an answer
+  const state = iface.exitCode === 0 ? iface.stdout.trim() : undefined;
+  const stateOk = state === undefined || OPERSTATE.test(state);
+  const modelOk = m === undefined || m === 'present' || m === 'missing';
+  const ifaceWhy = failed(iface)
+    ? `reading /sys/class/net/${n.interface}/operstate over ssh failed: ${remoteWhy(iface, 1)}`
+    : !stateOk
+      ? `its answer for /sys/class/net/${n.interface}/operstate is no operstate: ${quoted(state)}`
+      : undefined;
+  const modelWhy = failed(model)
+    ? `looking for ${opts.modelPath}/config.json over ssh failed: ${remoteWhy(model!, 1)}`
+    : !modelOk
+      ? `its answer to a test -f of ${opts.modelPath}/config.json is neither present nor missing: ${quoted(m)}`
+      : undefined;
+  return {
+    ...base,
+    reached: true,
+    ...rep,
+    iface: stateOk ? state : undefined,
+    model: m === 'present' ? 'present' : m === 'missing' ? 'missing' : undefined,
+    ...(ifaceWhy ? { ifaceWhy } : {}),
+    ...(modelWhy ? { modelWhy } : {}),
+  };
+}
+
 /** Gathers every node's report over ssh, concurrently, and Ray's view from the head. */
 export async function gatherNodes(
   nf: NodesFile,
   opts: { sparkctlArgs: string[]; modelPath?: string; signal?: AbortSignal },
 ): Promise<{ reports: NodeReport[]; ray?: ClusterView }> {
-  const reports = await Promise.all(
-    allNodes(nf).map(async (n): Promise<NodeReport> => {
-      const base = { node: n.name, address: n.address, ifaceName: n.interface };
-      const [pf, iface, model] = await Promise.all([
-        ssh(nf, n, `${nf.sparkctl} ${opts.sparkctlArgs.map(shellQuote).join(' ')}`, {
-          timeoutMs: 60_000,
-          signal: opts.signal,
-          maxBytes: NODE_REPORT_MAX,
-        }),
-        ssh(nf, n, `cat /sys/class/net/${shellQuote(n.interface)}/operstate`, {
-          timeoutMs: 30_000,
-          signal: opts.signal,
-          maxBytes: SHORT_ANSWER_MAX,
-        }),
-        opts.modelPath
-          ? ssh(nf, n, `test -f ${shellQuote(opts.modelPath + '/config.json')} && echo present || echo missing`, {
-              timeoutMs: 30_000,
-              signal: opts.signal,
-              maxBytes: SHORT_ANSWER_MAX,
-            })
-          : Promise.resolve(undefined),
-      ]);
-      if (pf.exitCode === null || pf.exitCode === 255)
-        return { ...base, reached: false, error: `ssh ${n.sshUser}@${n.address}: ${remoteWhy(pf, 1)}` };
-      const rep = parseNodeReport(pf.stdout);
-      if (!rep) {
-        // exit 2 is sparkctl's own "bad input": it runs there and said why (its first line), not "is it installed?"
-        const first = printable(pf.stderr ?? '')
-          .split('\n')
-          .find((l) => l.trim());
-        if (pf.exitCode === 2 && first)
-          return {
-            ...base,
-            reached: false,
-            error: `sparkctl on ${n.name} refused the preflight (exit 2): ${first.trim()}`,
-          };
-        return {
-          ...base,
-          reached: false,
-          error: `sparkctl on ${n.name} did not answer a preflight report (is it installed there? nodes file: sparkctl: ${nf.sparkctl}): ${remoteWhy(pf, 1)}`,
-        };
-      }
-      const m = model?.stdout.trim();
-      // an ssh that failed (no exit code, or ssh's own 255) read nothing: could not check, never "missing"
-      const failed = (x: { exitCode: number | null } | undefined) =>
-        x !== undefined && (x.exitCode === null || x.exitCode === 255);
-      // what the node said is hostile: only an operstate word is an operstate, only present/missing an answer
-      const state = iface.exitCode === 0 ? iface.stdout.trim() : undefined;
-      const stateOk = state === undefined || OPERSTATE.test(state);
-      const modelOk = m === undefined || m === 'present' || m === 'missing';
-      const ifaceWhy = failed(iface)
-        ? `reading /sys/class/net/${n.interface}/operstate over ssh failed: ${remoteWhy(iface, 1)}`
-        : !stateOk
-          ? `its answer for /sys/class/net/${n.interface}/operstate is no operstate: ${quoted(state)}`
-          : undefined;
-      const modelWhy = failed(model)
-        ? `looking for ${opts.modelPath}/config.json over ssh failed: ${remoteWhy(model!, 1)}`
-        : !modelOk
-          ? `its answer to a test -f of ${opts.modelPath}/config.json is neither present nor missing: ${quoted(m)}`
-          : undefined;
-      return {
-        ...base,
-        reached: true,
-        ...rep,
-        iface: stateOk ? state : undefined,
-        model: m === 'present' ? 'present' : m === 'missing' ? 'missing' : undefined,
-        ...(ifaceWhy ? { ifaceWhy } : {}),
-        ...(modelWhy ? { modelWhy } : {}),
-      };
-    }),
-  );
+  const reports = await Promise.all(allNodes(nf).map((n) => gatherNode(nf, n, opts)));
   const [st, js] = await Promise.all([
     ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal: opts.signal, maxBytes: 1024 * 1024 }),
     ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${fabricAddress(nf.head)}:${nf.rayPort}`]), {

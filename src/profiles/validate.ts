@@ -197,67 +197,76 @@ function unifiedShareRule(p: Profile, host: HostShape | undefined, err: Say): vo
   );
 }
 
+/** A multi-node engine's rules: one replica, and GPUs enough for TP x PP in the nodes the profile and the host give. */
+function multiNodeRules(p: Profile, host: HostShape | undefined, err: Say): void {
+  const { tensor: tp, pipeline: pp } = p.parallel;
+  const perReplica = tp * pp;
+  if (p.parallel.replicas !== 'auto' && p.parallel.replicas > 1)
+    err(
+      'parallel.replicas',
+      `${p.parallel.replicas} replicas with a multi-node engine`,
+      'one Ray cluster serves one replica; use replicas: 1',
+    );
+  const clusterGpus = p.parallel.nodes * (p.parallel.gpusPerNode ?? 8);
+  if (perReplica > clusterGpus)
+    err(
+      'parallel.nodes',
+      `${p.parallel.nodes} nodes x ${p.parallel.gpusPerNode ?? 8} GPUs = ${clusterGpus} GPUs, but TP ${tp} x PP ${pp} needs ${perReplica}`,
+      `nodes: ${Math.ceil(perReplica / (p.parallel.gpusPerNode ?? 8))}`,
+    );
+  if (!host) {
+    /* the rest needs the host's shape */
+  } else if (host.multiNode) {
+    const have = (host.nodes ?? 1) * (host.gpusPerNode ?? host.gpus);
+    if (have < perReplica)
+      err(
+        'nodes',
+        `the nodes file has ${host.nodes} node(s) with ${have} GPUs in all; TP ${tp} x PP ${pp} needs ${perReplica}`,
+        `list ${Math.ceil(perReplica / (host.gpusPerNode ?? 8))} nodes in the nodes file`,
+      );
+  } else if (perReplica > host.gpus) {
+    const nodesNeeded = Math.ceil(perReplica / host.gpus);
+    err(
+      'parallel',
+      `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; it runs over ${nodesNeeded} nodes (a nodes file: sparkctl plan ${p.name} --nodes FILE plans it there)`,
+      `${commandLine('sparkctl', 'serve', p.name, '--nodes', 'FILE')} (FILE lists the nodes: docs/two-sparks.md, docs/multi-node.md)`,
+    );
+  }
+}
+
+/** One host's rules: the replicas' GPUs (from parallel.firstGpu) fit the host, and their ports stay under 65536. */
+function oneHostRules(p: Profile, host: HostShape, err: Say, m?: ModelFacts): void {
+  const { tensor: tp, pipeline: pp } = p.parallel;
+  const perReplica = tp * pp;
+  const replicas = resolveReplicas(p, host);
+  const need = p.parallel.firstGpu + perReplica * replicas;
+  if (need > host.gpus) {
+    const fitReplicas = Math.floor((host.gpus - p.parallel.firstGpu) / perReplica);
+    const nodesNeeded = Math.ceil(perReplica / host.gpus);
+    err(
+      perReplica > host.gpus ? 'parallel' : 'parallel.replicas',
+      perReplica > host.gpus
+        ? `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; it runs over ${nodesNeeded} nodes (a nodes file: sparkctl plan ${p.name} --nodes FILE plans it there)`
+        : `${replicas} replica(s) x ${perReplica} GPUs${p.parallel.firstGpu ? ` from GPU ${p.parallel.firstGpu}` : ''} need ${need} GPUs; this host has ${host.gpus}`,
+      perReplica > host.gpus
+        ? (smallerTp(p, host.gpus, m) ??
+            `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml`)
+        : fitReplicas > 0
+          ? `--set parallel.replicas=${fitReplicas}`
+          : 'a smaller TP x PP',
+    );
+  }
+  const lastPort = p.server.port + replicas - 1;
+  if (lastPort > 65535)
+    err('server.port', `${p.server.port} + ${replicas - 1} replicas runs past 65535`, 'a lower port');
+}
+
 function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say, m?: ModelFacts): void {
   unifiedShareRule(p, host, err);
-  const { tensor: tp, pipeline: pp } = p.parallel;
   // Where it runs: one host, or several with Ray.
-  const perReplica = tp * pp;
   const wantsNodes = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
-  if (wantsNodes) {
-    if (p.parallel.replicas !== 'auto' && p.parallel.replicas > 1)
-      err(
-        'parallel.replicas',
-        `${p.parallel.replicas} replicas with a multi-node engine`,
-        'one Ray cluster serves one replica; use replicas: 1',
-      );
-    const clusterGpus = p.parallel.nodes * (p.parallel.gpusPerNode ?? 8);
-    if (perReplica > clusterGpus)
-      err(
-        'parallel.nodes',
-        `${p.parallel.nodes} nodes x ${p.parallel.gpusPerNode ?? 8} GPUs = ${clusterGpus} GPUs, but TP ${tp} x PP ${pp} needs ${perReplica}`,
-        `nodes: ${Math.ceil(perReplica / (p.parallel.gpusPerNode ?? 8))}`,
-      );
-    if (!host) {
-      /* the rest needs the host's shape */
-    } else if (host.multiNode) {
-      const have = (host.nodes ?? 1) * (host.gpusPerNode ?? host.gpus);
-      if (have < perReplica)
-        err(
-          'nodes',
-          `the nodes file has ${host.nodes} node(s) with ${have} GPUs in all; TP ${tp} x PP ${pp} needs ${perReplica}`,
-          `list ${Math.ceil(perReplica / (host.gpusPerNode ?? 8))} nodes in the nodes file`,
-        );
-    } else if (perReplica > host.gpus) {
-      const nodesNeeded = Math.ceil(perReplica / host.gpus);
-      err(
-        'parallel',
-        `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; it runs over ${nodesNeeded} nodes (a nodes file: sparkctl plan ${p.name} --nodes FILE plans it there)`,
-        `${commandLine('sparkctl', 'serve', p.name, '--nodes', 'FILE')} (FILE lists the nodes: docs/two-sparks.md, docs/multi-node.md)`,
-      );
-    }
-  } else if (host) {
-    const replicas = resolveReplicas(p, host);
-    const need = p.parallel.firstGpu + perReplica * replicas;
-    if (need > host.gpus) {
-      const fitReplicas = Math.floor((host.gpus - p.parallel.firstGpu) / perReplica);
-      const nodesNeeded = Math.ceil(perReplica / host.gpus);
-      err(
-        perReplica > host.gpus ? 'parallel' : 'parallel.replicas',
-        perReplica > host.gpus
-          ? `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; it runs over ${nodesNeeded} nodes (a nodes file: sparkctl plan ${p.name} --nodes FILE plans it there)`
-          : `${replicas} replica(s) x ${perReplica} GPUs${p.parallel.firstGpu ? ` from GPU ${p.parallel.firstGpu}` : ''} need ${need} GPUs; this host has ${host.gpus}`,
-        perReplica > host.gpus
-          ? (smallerTp(p, host.gpus, m) ??
-              `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml`)
-          : fitReplicas > 0
-            ? `--set parallel.replicas=${fitReplicas}`
-            : 'a smaller TP x PP',
-      );
-    }
-    const lastPort = p.server.port + replicas - 1;
-    if (lastPort > 65535)
-      err('server.port', `${p.server.port} + ${replicas - 1} replicas runs past 65535`, 'a lower port');
-  }
+  if (wantsNodes) multiNodeRules(p, host, err);
+  else if (host) oneHostRules(p, host, err, m);
 
   // FP8 on GPUs without FP8 tensor cores: vLLM accepts it but it is not what the documents promise.
   const cc = host?.computeCapability;
