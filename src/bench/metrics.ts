@@ -136,25 +136,8 @@ export function calculateMetrics(
   let maxTokS = 0;
   let peak = 0;
   if (ok.length) {
-    const t0 = Math.min(...ok.map((o) => o.startTime));
-    const tEnd = Math.max(...ok.map((o) => o.startTime + o.latency));
-    const buckets = new Array<number>(Math.ceil(tEnd - t0) + 1).fill(0);
-    for (const o of ok) {
-      let t = o.startTime + o.ttft;
-      const mark = (x: number) => {
-        const b = Math.trunc(x - t0);
-        if (b >= 0 && b < buckets.length) buckets[b]!++;
-      };
-      mark(t);
-      for (const g of o.itl) mark((t += g));
-    }
-    maxTokS = Math.max(...buckets);
-    // Peak concurrency: a sweep over half-open [start, end) intervals, ends before starts on ties.
-    const ev: Array<[number, number]> = [];
-    for (const o of ok) ev.push([o.startTime, 1], [o.startTime + o.latency, -1]);
-    ev.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-    let cur = 0;
-    for (const [, d] of ev) peak = Math.max(peak, (cur += d));
+    maxTokS = maxOutputTokensPerS(ok);
+    peak = peakConcurrency(ok);
   }
   return {
     completed,
@@ -173,6 +156,37 @@ export function calculateMetrics(
     max_concurrent_requests: peak,
     actualOutputLens,
   };
+}
+
+/**
+ * The peak output tokens per second of the successful requests: one-second buckets from the first send, a token at each
+ * chunk's arrival (the first at ttft, the next after each itl gap).
+ */
+function maxOutputTokensPerS(ok: readonly RequestOutput[]): number {
+  const t0 = Math.min(...ok.map((o) => o.startTime));
+  const tEnd = Math.max(...ok.map((o) => o.startTime + o.latency));
+  const buckets = new Array<number>(Math.ceil(tEnd - t0) + 1).fill(0);
+  for (const o of ok) {
+    let t = o.startTime + o.ttft;
+    const mark = (x: number) => {
+      const b = Math.trunc(x - t0);
+      if (b >= 0 && b < buckets.length) buckets[b]!++;
+    };
+    mark(t);
+    for (const g of o.itl) mark((t += g));
+  }
+  return Math.max(...buckets);
+}
+
+/** Peak concurrency: a sweep over half-open [start, end) intervals, ends before starts on ties. */
+function peakConcurrency(ok: readonly RequestOutput[]): number {
+  let peak = 0;
+  const ev: Array<[number, number]> = [];
+  for (const o of ok) ev.push([o.startTime, 1], [o.startTime + o.latency, -1]);
+  ev.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let cur = 0;
+  for (const [, d] of ev) peak = Math.max(peak, (cur += d));
+  return peak;
 }
 
 /** Classifies a failed request; the run reports counts per kind, never averages them in. */

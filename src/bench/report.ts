@@ -63,6 +63,54 @@ export function buildResult(
   stoppedEarly: boolean,
 ): BenchResult {
   const m = calculateMetrics(outputs, durationS, d.percentiles, d.goodput);
+  const r = vllmKeys(d, m, outputs, durationS, startedAt);
+  const ok = outputs.filter((o) => o.success);
+  const failures: Partial<Record<FailureKind, number>> = {};
+  for (const o of outputs) if (!o.success) failures[o.failure ?? 'other'] = (failures[o.failure ?? 'other'] ?? 0) + 1;
+  const perToken = ok.flatMap((o) => o.itlPerToken ?? []);
+  const anyContinuous = ok.some((o) => o.itlPerToken !== undefined);
+  const reasons = [...client.reasons];
+  const server = serverCheck(samples, m.total_input, m.total_output);
+  const extras: SparkctlExtras = {
+    valid: reasons.length === 0,
+    invalid_reasons: reasons,
+    stopped_early: stoppedEarly,
+    client,
+    failures,
+    first_errors: [...new Set(outputs.filter((o) => !o.success).map((o) => o.error))].slice(0, 5),
+    scheduled: {
+      ttft: summarize(
+        ok.map((o) => o.startTime - o.scheduledTime + o.ttft),
+        d.percentiles,
+      ),
+      e2el: summarize(
+        ok.map((o) => o.startTime - o.scheduledTime + o.latency),
+        d.percentiles,
+      ),
+    },
+    ...(anyContinuous
+      ? {
+          itl_per_token: summarize(perToken, d.percentiles),
+          multi_token_chunks: ok.reduce((a, o) => a + (o.multiTokenChunks ?? 0), 0),
+        }
+      : {}),
+    server,
+    metrics_timeline: samples.map((s) => ({ ...s, t: +(s.t - startedAt).toFixed(3) })),
+  };
+  return { ...r, sparkctl_config: d, sparkctl: extras } as BenchResult;
+}
+
+/**
+ * The keys `vllm bench serve --save-result` writes, with its meanings: the run's description and counts, the
+ * throughputs, the per-request lists and each metric's summary in ms.
+ */
+function vllmKeys(
+  d: RunDescription,
+  m: ReturnType<typeof calculateMetrics>,
+  outputs: RequestOutput[],
+  durationS: number,
+  startedAt: number,
+): Record<string, unknown> {
   const r: Record<string, unknown> = {
     date: d.date,
     endpoint_type: d.endpoint_type,
@@ -100,40 +148,7 @@ export function buildResult(
     r[`std_${name}_ms`] = s.std;
     for (const [p, v] of s.percentiles) r[`p${pWord(p)}_${name}_ms`] = v;
   }
-  const ok = outputs.filter((o) => o.success);
-  const failures: Partial<Record<FailureKind, number>> = {};
-  for (const o of outputs) if (!o.success) failures[o.failure ?? 'other'] = (failures[o.failure ?? 'other'] ?? 0) + 1;
-  const perToken = ok.flatMap((o) => o.itlPerToken ?? []);
-  const anyContinuous = ok.some((o) => o.itlPerToken !== undefined);
-  const reasons = [...client.reasons];
-  const server = serverCheck(samples, m.total_input, m.total_output);
-  const extras: SparkctlExtras = {
-    valid: reasons.length === 0,
-    invalid_reasons: reasons,
-    stopped_early: stoppedEarly,
-    client,
-    failures,
-    first_errors: [...new Set(outputs.filter((o) => !o.success).map((o) => o.error))].slice(0, 5),
-    scheduled: {
-      ttft: summarize(
-        ok.map((o) => o.startTime - o.scheduledTime + o.ttft),
-        d.percentiles,
-      ),
-      e2el: summarize(
-        ok.map((o) => o.startTime - o.scheduledTime + o.latency),
-        d.percentiles,
-      ),
-    },
-    ...(anyContinuous
-      ? {
-          itl_per_token: summarize(perToken, d.percentiles),
-          multi_token_chunks: ok.reduce((a, o) => a + (o.multiTokenChunks ?? 0), 0),
-        }
-      : {}),
-    server,
-    metrics_timeline: samples.map((s) => ({ ...s, t: +(s.t - startedAt).toFixed(3) })),
-  };
-  return { ...r, sparkctl_config: d, sparkctl: extras } as BenchResult;
+  return r;
 }
 
 const f = (x: unknown, digits = 2) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-');

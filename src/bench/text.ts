@@ -65,27 +65,32 @@ export function renderText(r: {
       ),
     );
   if (s.stopped_early) out(c.yellow('interrupted: partial results'));
-  if (sweep) {
-    out('');
-    out(
-      scatter(
-        sweep.points.map((p) => ({ x: p.throughput, y: p.ttftP99Ms, label: `${sweep.by} ${p.level}` })),
-        { xLabel: 'req/s', yLabel: 'p99 TTFT (ms)' },
-      ),
-    );
-    if (sweep.stoppedAt) out(sweep.stoppedAt);
-    if (Object.keys(slo).length)
-      out(
-        sweep.best
-          ? c.green(
-              `highest ${sweep.by} meeting the SLO (${Object.entries(slo)
-                .map(([k, v]) => `p99 ${k} <= ${v} ms`)
-                .join(', ')}): ${sweep.best.level} (${sweep.best.throughput.toFixed(2)} req/s)`,
-            )
-          : c.red('no level met the SLO'),
-      );
-  }
+  if (sweep) renderSweep(sweep, slo, out);
   if (r.saveResult) out(c.dim(`result: ${r.saveResult}`));
   if (r.html) out(c.dim(`page: ${r.html}`));
   return lines;
+}
+
+/**
+ * The sweep's section: its points charted (p99 TTFT by req/s), where it stopped, and the highest level within the SLO.
+ */
+function renderSweep(sweep: SweepOutcome, slo: BenchPlan['slo'], out: (l: string) => void): void {
+  out('');
+  out(
+    scatter(
+      sweep.points.map((p) => ({ x: p.throughput, y: p.ttftP99Ms, label: `${sweep.by} ${p.level}` })),
+      { xLabel: 'req/s', yLabel: 'p99 TTFT (ms)' },
+    ),
+  );
+  if (sweep.stoppedAt) out(sweep.stoppedAt);
+  if (Object.keys(slo).length)
+    out(
+      sweep.best
+        ? c.green(
+            `highest ${sweep.by} meeting the SLO (${Object.entries(slo)
+              .map(([k, v]) => `p99 ${k} <= ${v} ms`)
+              .join(', ')}): ${sweep.best.level} (${sweep.best.throughput.toFixed(2)} req/s)`,
+          )
+        : c.red('no level met the SLO'),
+    );
 }

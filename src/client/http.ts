@@ -124,9 +124,7 @@ async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { s
       return { ok: false, error: 'other', message: `${u.protocol} is not http: or https:`, ms: 0 };
     const { request, agent } = await client(https);
     const method = opts.method ?? (payload ? 'POST' : 'GET');
-    const { status, resHeaders, body } = await new Promise<
-      { status: number; resHeaders: IncomingMessage['headers']; body: string } | never
-    >((resolve, reject) => {
+    const { status, resHeaders, body } = await new Promise<Answered>((resolve, reject) => {
       // the agent keys its pool by socketPath too: a socket's kept-alive connections are its own
       req = socketPath
         ? request({ socketPath, path: requestPathOf(url), host: 'localhost', method, headers, agent })
@@ -147,7 +145,6 @@ async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { s
       });
       req.on('response', (res) => {
         answered = true;
-        const declared = Number(res.headers['content-length']);
         const tooLarge = (message: string) => {
           const e = named('TooLarge', message);
           fired ??= e; // before the destroy, which reports the cut-off body as a reset
@@ -155,24 +152,7 @@ async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { s
           req!.destroy();
           reject(e);
         };
-        if (declared > max) return tooLarge(`the answer is ${declared} bytes, more than the ${max} read from a server`);
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > max) return tooLarge(`the answer exceeded ${max} bytes: cut off`);
-          chunks.push(chunk);
-        });
-        res.on('error', reject);
-        // a body cut off by a reset or the deadline is 'aborted' on the response
-        res.on('aborted', () => reject(named('ResetError', 'connection reset', 'ECONNRESET')));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            resHeaders: res.headers,
-            body: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
+        readAnswer(res, max, tooLarge, resolve, reject);
       });
       req.end(payload);
     });
@@ -191,6 +171,41 @@ async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { s
     clearTimeout(connectTimer);
     opts.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/** A response read to its end: its status, headers and body. */
+type Answered = { status: number; resHeaders: IncomingMessage['headers']; body: string };
+
+/**
+ * Reads a response's body, at most `max` bytes: a larger one (declared, or once it grows past max) goes to tooLarge,
+ * which cuts it off; a body cut off by a reset or the deadline rejects as a reset.
+ */
+function readAnswer(
+  res: IncomingMessage,
+  max: number,
+  tooLarge: (message: string) => void,
+  resolve: (a: Answered) => void,
+  reject: (e: unknown) => void,
+) {
+  const declared = Number(res.headers['content-length']);
+  if (declared > max) return tooLarge(`the answer is ${declared} bytes, more than the ${max} read from a server`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > max) return tooLarge(`the answer exceeded ${max} bytes: cut off`);
+    chunks.push(chunk);
+  });
+  res.on('error', reject);
+  // a body cut off by a reset or the deadline is 'aborted' on the response
+  res.on('aborted', () => reject(named('ResetError', 'connection reset', 'ECONNRESET')));
+  res.on('end', () =>
+    resolve({
+      status: res.statusCode ?? 0,
+      resHeaders: res.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+    }),
+  );
 }
 
 function jsonOf(body: string): any {

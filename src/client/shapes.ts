@@ -113,6 +113,47 @@ interface MessagesStream {
   blocks: Array<{ type: string; text: string; name?: string; input?: unknown }>;
 }
 
+/** A content block of a Messages stream as it is read: its text so far, and whether it is still open. */
+type OpenBlock = { type: string; text: string; name?: string; input?: unknown; open: boolean };
+
+/** Adds a content_block_delta to its block: the problem when the delta is not of the block's kind, else undefined. */
+function addDelta(b: OpenBlock, d: z.infer<typeof Delta>): string | undefined {
+  const want =
+    b.type === 'tool_use'
+      ? 'input_json_delta'
+      : b.type === 'thinking'
+        ? ['thinking_delta', 'signature_delta']
+        : 'text_delta';
+  if (Array.isArray(want) ? !want.includes(d.type) : d.type !== want) return `a ${d.type} in a ${b.type} block`;
+  b.text +=
+    d.type === 'text_delta'
+      ? d.text
+      : d.type === 'thinking_delta'
+        ? d.thinking
+        : d.type === 'input_json_delta'
+          ? d.partial_json
+          : '';
+  return undefined;
+}
+
+/**
+ * Closes a block (content_block_stop); a tool_use block's joined pieces become its input: the problem when they are not
+ * a JSON object, else undefined.
+ */
+function closeBlock(b: OpenBlock): string | undefined {
+  b.open = false;
+  if (b.type === 'tool_use') {
+    try {
+      b.input = b.text === '' ? {} : JSON.parse(b.text);
+    } catch {
+      return `the tool_use block's input is not JSON: ${JSON.stringify(b.text.slice(0, 80))}`;
+    }
+    if (!b.input || typeof b.input !== 'object' || Array.isArray(b.input))
+      return `the tool_use block's input is not an object: ${JSON.stringify(b.text.slice(0, 80))}`;
+  }
+  return undefined;
+}
+
 /**
  * A streamed Messages answer, read as the Anthropic SDK reads it: every event of a known shape,
  * message_start first, each block started, filled and stopped in index order, message_delta with
@@ -122,7 +163,7 @@ export function readMessagesStream(text: string): Checked<MessagesStream> {
   const evs = sseEvents(text);
   const fail = (problem: string): Checked<MessagesStream> => ({ ok: false, problem });
   if (!evs.length) return fail('the stream is empty');
-  const blocks: Array<{ type: string; text: string; name?: string; input?: unknown; open: boolean }> = [];
+  const blocks: OpenBlock[] = [];
   let stopReason: string | null | undefined;
   let outputTokens = 0;
   let stopped = false;
@@ -156,38 +197,15 @@ export function readMessagesStream(text: string): Checked<MessagesStream> {
       case 'content_block_delta': {
         const b = blocks[ev.index];
         if (!b?.open) return fail(`content_block_delta for block ${ev.index}, which is not open`);
-        const d = ev.delta;
-        const want =
-          b.type === 'tool_use'
-            ? 'input_json_delta'
-            : b.type === 'thinking'
-              ? ['thinking_delta', 'signature_delta']
-              : 'text_delta';
-        if (Array.isArray(want) ? !want.includes(d.type) : d.type !== want)
-          return fail(`a ${d.type} in a ${b.type} block`);
-        b.text +=
-          d.type === 'text_delta'
-            ? d.text
-            : d.type === 'thinking_delta'
-              ? d.thinking
-              : d.type === 'input_json_delta'
-                ? d.partial_json
-                : '';
+        const problem = addDelta(b, ev.delta);
+        if (problem) return fail(problem);
         break;
       }
       case 'content_block_stop': {
         const b = blocks[ev.index];
         if (!b?.open) return fail(`content_block_stop for block ${ev.index}, which is not open`);
-        b.open = false;
-        if (b.type === 'tool_use') {
-          try {
-            b.input = b.text === '' ? {} : JSON.parse(b.text);
-          } catch {
-            return fail(`the tool_use block's input is not JSON: ${JSON.stringify(b.text.slice(0, 80))}`);
-          }
-          if (!b.input || typeof b.input !== 'object' || Array.isArray(b.input))
-            return fail(`the tool_use block's input is not an object: ${JSON.stringify(b.text.slice(0, 80))}`);
-        }
+        const problem = closeBlock(b);
+        if (problem) return fail(problem);
         break;
       }
       case 'message_delta':

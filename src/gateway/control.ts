@@ -234,6 +234,42 @@ export function gatewayEntry(stateDir: string): { entry: GatewayEntry; record?: 
 export const gatewayUrl = (r: Pick<GatewayRecord, 'host' | 'port'>) =>
   `http://${r.host === '0.0.0.0' || r.host === '::' ? '127.0.0.1' : r.host}:${r.port}`;
 
+/**
+ * Refuses a launch while a gateway runs, while an earlier one's processes still run, or while its record names a pid
+ * that cannot be proven ours (UsageError, with what to do).
+ */
+function refuseEarlierGateway(reg: Registry, stateDir: string): void {
+  const prev = reg.gateway();
+  const already = runningGateway(stateDir);
+  if (already)
+    throw new UsageError(`a gateway already runs (pid ${already.pid}) on ${gatewayUrl(already)}`, [
+      'sparkctl gateway down stops it; sparkctl gateway status shows it',
+    ]);
+  if (prev?.alive)
+    throw new UsageError(`the processes of an earlier gateway (group ${prev.launch.pgid}) still run`, [
+      'sparkctl gateway down stops them',
+    ]);
+  if (prev?.proof.state === 'unproven')
+    throw new UsageError(
+      `the gateway's record names pid ${prev.launch.pid}, which cannot be proven ours: ${prev.proof.reason}`,
+      ['sparkctl gateway down --force-forget drops the record'],
+    );
+}
+
+/** The keeper log's last 8 lines, for a launch that failed ('' when it cannot be read). */
+function keeperLogTail(log: string): string {
+  try {
+    // the log's last 64 KiB: it may have grown by gigabytes
+    return readTail(log, 0, 64 * 1024, { noFollow: true })
+      .buf.toString('utf8')
+      .split('\n')
+      .slice(-8)
+      .join('\n');
+  } catch {
+    return '';
+  }
+}
+
 /** Start the keeper and wait until it says HAProxy answers (its record), at most deadlineMs. */
 export async function startGateway(o: {
   bin: string;
@@ -247,21 +283,7 @@ export async function startGateway(o: {
   const marker = randomUUID();
   const log = join(o.stateDir, 'logs', 'gateway-keeper.log');
   try {
-    const prev = reg.gateway();
-    const already = runningGateway(o.stateDir);
-    if (already)
-      throw new UsageError(`a gateway already runs (pid ${already.pid}) on ${gatewayUrl(already)}`, [
-        'sparkctl gateway down stops it; sparkctl gateway status shows it',
-      ]);
-    if (prev?.alive)
-      throw new UsageError(`the processes of an earlier gateway (group ${prev.launch.pgid}) still run`, [
-        'sparkctl gateway down stops them',
-      ]);
-    if (prev?.proof.state === 'unproven')
-      throw new UsageError(
-        `the gateway's record names pid ${prev.launch.pid}, which cannot be proven ours: ${prev.proof.reason}`,
-        ['sparkctl gateway down --force-forget drops the record'],
-      );
+    refuseEarlierGateway(reg, o.stateDir);
     mkdirSync(dirname(log), { recursive: true });
     const fd = openSync(log, 'a', 0o600);
     child = spawn(process.execPath, [o.bin, 'gateway', 'run', ...o.args], {
@@ -301,18 +323,7 @@ export async function startGateway(o: {
     { deadlineMs: o.deadlineMs ?? 20_000, intervalMs: 50 },
   );
   if (up.value.record) return up.value.record;
-  const tail = (() => {
-    try {
-      // the log's last 64 KiB: it may have grown by gigabytes
-      return readTail(log, 0, 64 * 1024, { noFollow: true })
-        .buf.toString('utf8')
-        .split('\n')
-        .slice(-8)
-        .join('\n');
-    } catch {
-      return '';
-    }
-  })();
+  const tail = keeperLogTail(log);
   const launched = reg.gateway();
   if (launched && launched.launch.marker === marker) {
     if (launched.alive) await stopGroup(launched.launch, 3000);

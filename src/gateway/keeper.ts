@@ -742,17 +742,9 @@ export class Keeper {
       if (!route.ok) return sendError(res, route.status, route.message, undefined, route.type, route.param);
       let m = route.model;
       if (route.rename) body = renamed(body, route.rename);
-      const headers: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(req.headers))
-        if (v !== undefined && !HOP.has(k) && !k.startsWith(INTERNAL_HEADER_PREFIX)) headers[k] = v;
       // one key at the gateway (checked above): the model's own key replaces the client's, as HAProxy does for the
       // other routes
-      if (door === 'front' && plan.apiKeyEnv) {
-        delete headers['x-api-key'];
-        const k = m.apiKeyEnv ? process.env[m.apiKeyEnv] : undefined;
-        if (k) headers.authorization = `Bearer ${k}`;
-        else delete headers.authorization;
-      }
+      const headers = this.forwardedHeaders(req, m, door === 'front' && !!plan.apiKeyEnv);
       this.passing.set(m.name, (this.passing.get(m.name) ?? 0) + 1);
       try {
         const ready = await this.onDemandReady(m, res);
@@ -792,6 +784,27 @@ export class Keeper {
     } finally {
       this.held -= reserved;
     }
+  }
+
+  /**
+   * The headers a request is passed on with: the client's, less the hop-by-hop ones and the keeper's own; with
+   * modelKey, the model's key in place of the client's (none when the model has none).
+   */
+  private forwardedHeaders(
+    req: IncomingMessage,
+    m: GatewayModel,
+    modelKey: boolean,
+  ): Record<string, string | string[]> {
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers))
+      if (v !== undefined && !HOP.has(k) && !k.startsWith(INTERNAL_HEADER_PREFIX)) headers[k] = v;
+    if (modelKey) {
+      delete headers['x-api-key'];
+      const k = m.apiKeyEnv ? process.env[m.apiKeyEnv] : undefined;
+      if (k) headers.authorization = `Bearer ${k}`;
+      else delete headers.authorization;
+    }
+    return headers;
   }
 
   /**

@@ -14,6 +14,84 @@ function versionOf(rule: Platform['driver']): string {
   return rule.min;
 }
 
+/** One GPU's nvidia-smi --query-gpu row: an idle, healthy card of the platform, its fields in GPU_FIELDS order. */
+function gpuRow(p: Platform, i: number, busId: string, drv: string, memMiB: number): string {
+  const v: Record<string, string> = {
+    index: String(i),
+    name: p.gpu.displayName,
+    uuid: `GPU-sim-${i}`,
+    'pci.bus_id': busId,
+    driver_version: drv,
+    vbios_version: '96.00.00.00.01',
+    'inforom.img': 'G520.0200.00.01',
+    compute_cap: p.gpu.computeCapability,
+    'memory.total': p.gpu.unifiedMemory ? '[N/A]' : String(memMiB),
+    'memory.used': p.gpu.unifiedMemory ? '[N/A]' : '0',
+    'memory.free': p.gpu.unifiedMemory ? '[N/A]' : String(memMiB),
+    'temperature.gpu': '31',
+    'power.draw': '70.00',
+    'power.limit': String(p.gpu.minPowerLimitW ?? 400),
+    'enforced.power.limit': String(p.gpu.minPowerLimitW ?? 400),
+    persistence_mode: 'Enabled',
+    'ecc.mode.current': 'Enabled',
+    'ecc.errors.uncorrected.volatile.total': '0',
+    'retired_pages.pending': '[N/A]',
+    'remapped_rows.pending': 'No',
+    'remapped_rows.failure': 'No',
+    'clocks_event_reasons.active': '0x0000000000000001',
+    'mig.mode.current': 'Disabled',
+    'pcie.link.gen.current': '4',
+    'pcie.link.gen.max': '4',
+    'pcie.link.width.current': '16',
+    'pcie.link.width.max': '16',
+    'utilization.gpu': '0',
+    'gsp.mode.current': 'Enabled',
+  };
+  return GPU_FIELDS.map((f) => v[f] ?? '[N/A]').join(', ');
+}
+
+/** nvidia-smi topo -m: every pair of GPUs on NVLink, the first half of them on NUMA node 0 and the rest on 1. */
+function topoMatrix(n: number): string {
+  const header =
+    '\t' + Array.from({ length: n }, (_, i) => `GPU${i}`).join('\t') + '\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID';
+  return [
+    header,
+    ...Array.from(
+      { length: n },
+      (_, i) =>
+        `GPU${i}\t` +
+        Array.from({ length: n }, (_, j) => (i === j ? ' X ' : 'NV12')).join('\t') +
+        `\t0-63\t${i < n / 2 ? 0 : 1}\t\tN/A`,
+    ),
+  ].join('\n');
+}
+
+/**
+ * nvidia-smi -q's lines: the driver and CUDA versions, then each GPU's product name and GSP firmware (and its fabric
+ * state, with NVSwitch).
+ */
+function smiQuery(p: Platform, busIds: string[], drv: string, cuda: string): string[] {
+  const smiq = [
+    `Driver Version                            : ${drv}`,
+    `CUDA Version                              : ${cuda}`,
+    '',
+  ];
+  for (let i = 0; i < p.gpu.count; i++) {
+    smiq.push(
+      `GPU ${busIds[i]}`,
+      `    Product Name                          : ${p.gpu.displayName}`,
+      `    GSP Firmware Version                  : ${drv}`,
+    );
+    if (p.gpu.nvswitch)
+      smiq.push(
+        '    Fabric',
+        '        State                             : Completed',
+        '        Status                            : Success',
+      );
+  }
+  return smiq;
+}
+
 export class SimHost implements Host {
   readonly kind = 'sim' as const;
   readonly name: string;
@@ -36,71 +114,9 @@ export class SimHost implements Host {
       { length: p.gpu.count },
       (_, i) => `00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`,
     );
-    const rows = busIds.map((busId, i) => {
-      const v: Record<string, string> = {
-        index: String(i),
-        name: p.gpu.displayName,
-        uuid: `GPU-sim-${i}`,
-        'pci.bus_id': busId,
-        driver_version: drv,
-        vbios_version: '96.00.00.00.01',
-        'inforom.img': 'G520.0200.00.01',
-        compute_cap: p.gpu.computeCapability,
-        'memory.total': p.gpu.unifiedMemory ? '[N/A]' : String(memMiB),
-        'memory.used': p.gpu.unifiedMemory ? '[N/A]' : '0',
-        'memory.free': p.gpu.unifiedMemory ? '[N/A]' : String(memMiB),
-        'temperature.gpu': '31',
-        'power.draw': '70.00',
-        'power.limit': String(p.gpu.minPowerLimitW ?? 400),
-        'enforced.power.limit': String(p.gpu.minPowerLimitW ?? 400),
-        persistence_mode: 'Enabled',
-        'ecc.mode.current': 'Enabled',
-        'ecc.errors.uncorrected.volatile.total': '0',
-        'retired_pages.pending': '[N/A]',
-        'remapped_rows.pending': 'No',
-        'remapped_rows.failure': 'No',
-        'clocks_event_reasons.active': '0x0000000000000001',
-        'mig.mode.current': 'Disabled',
-        'pcie.link.gen.current': '4',
-        'pcie.link.gen.max': '4',
-        'pcie.link.width.current': '16',
-        'pcie.link.width.max': '16',
-        'utilization.gpu': '0',
-        'gsp.mode.current': 'Enabled',
-      };
-      return GPU_FIELDS.map((f) => v[f] ?? '[N/A]').join(', ');
-    });
-    const n = p.gpu.count;
-    const header =
-      '\t' + Array.from({ length: n }, (_, i) => `GPU${i}`).join('\t') + '\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID';
-    const topo = [
-      header,
-      ...Array.from(
-        { length: n },
-        (_, i) =>
-          `GPU${i}\t` +
-          Array.from({ length: n }, (_, j) => (i === j ? ' X ' : 'NV12')).join('\t') +
-          `\t0-63\t${i < n / 2 ? 0 : 1}\t\tN/A`,
-      ),
-    ].join('\n');
-    const smiq = [
-      `Driver Version                            : ${drv}`,
-      `CUDA Version                              : ${cuda}`,
-      '',
-    ];
-    for (let i = 0; i < n; i++) {
-      smiq.push(
-        `GPU ${busIds[i]}`,
-        `    Product Name                          : ${p.gpu.displayName}`,
-        `    GSP Firmware Version                  : ${drv}`,
-      );
-      if (p.gpu.nvswitch)
-        smiq.push(
-          '    Fabric',
-          '        State                             : Completed',
-          '        Status                            : Success',
-        );
-    }
+    const rows = busIds.map((busId, i) => gpuRow(p, i, busId, drv, memMiB));
+    const topo = topoMatrix(p.gpu.count);
+    const smiq = smiQuery(p, busIds, drv, cuda);
     const torchVer = p.torch ? versionOf(p.torch) : '2.9.0';
     const torchCuda =
       'exact' in (p.torch ?? {}) && /\+cu(\d+)(\d)$/.test(torchVer)

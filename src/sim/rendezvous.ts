@@ -124,28 +124,33 @@ export function hostStore(a: RendezvousArgs, version: string): Promise<Joined> {
         else for (const cb of lost) cb(info.rank);
       });
     });
-    server.on('error', (e: NodeJS.ErrnoException) => {
-      err('Traceback (most recent call last):');
-      err(
-        `torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: ${a.masterPort}, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use`,
-      );
-      void e;
-      process.exit(1);
-    });
+    server.on('error', () => storeListenFailed(a));
     // torch's store listens on every address of the node
     server.listen(a.masterPort, '0.0.0.0');
     const started = Date.now();
-    const timer = setTimeout(() => {
-      err('Traceback (most recent call last):');
-      err(
-        '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py", line 232, in _tcp_rendezvous_handler',
-      );
-      err(
-        `torch.distributed.DistStoreError: Timed out after ${Math.round((Date.now() - started) / 1000) + 1} seconds waiting for clients. ${joined}/${a.world} clients joined.`,
-      );
-      process.exit(1);
-    }, a.timeoutMs);
+    const timer = setTimeout(() => storeTimedOut(a, started, joined), a.timeoutMs);
   });
+}
+
+/** torch's words when the store's port is taken (EADDRINUSE), then the exit. */
+function storeListenFailed(a: RendezvousArgs): never {
+  err('Traceback (most recent call last):');
+  err(
+    `torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: ${a.masterPort}, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use`,
+  );
+  process.exit(1);
+}
+
+/** torch's words when not every rank joined the store (listening since `started`) by the timeout, then the exit. */
+function storeTimedOut(a: RendezvousArgs, started: number, joined: number): never {
+  err('Traceback (most recent call last):');
+  err(
+    '  File "/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py", line 232, in _tcp_rendezvous_handler',
+  );
+  err(
+    `torch.distributed.DistStoreError: Timed out after ${Math.round((Date.now() - started) / 1000) + 1} seconds waiting for clients. ${joined}/${a.world} clients joined.`,
+  );
+  process.exit(1);
 }
 
 /**

@@ -367,40 +367,8 @@ export class SimServer {
     if (body.model !== undefined && body.model !== this.cfg.servedName) {
       return void fail(404, 'NotFoundError', 'NotFoundError', `The model \`${body.model}\` does not exist.`, 'model');
     }
-    let promptTokens: number;
-    if (chat || anthropic) {
-      if (!Array.isArray(body.messages)) return void validationError(res, 'messages', 'missing', 'Field required');
-      const refused = this.toolChoiceRefused(body);
-      if (refused) return void fail(400, 'BadRequestError', 'BadRequestError', refused);
-      if (body.messages.length === 0) {
-        if (anthropic)
-          return void fail(
-            500,
-            '',
-            'internal_error',
-            'Cannot apply chat template to an empty conversation. Provide at least one message.',
-          );
-        return void fail(
-          400,
-          'BadRequestError',
-          'invalid_request_error',
-          'messages must not be empty. (parameter=messages)',
-          'messages',
-        );
-      }
-      promptTokens = chatTokens(body.messages, anthropic ? body.system : undefined, body.tools);
-    } else {
-      const p = body.prompt;
-      if ((typeof p !== 'string' && !Array.isArray(p)) || p.length === 0)
-        return void fail(
-          400,
-          'BadRequestError',
-          'invalid_request_error',
-          'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)',
-          'prompt',
-        );
-      promptTokens = typeof p === 'string' ? countTokens(p) : p.length;
-    }
+    const promptTokens = this.promptTokensOf(kind, body, res, fail);
+    if (promptTokens === undefined) return;
     const L = this.cfg.maxModelLen;
     const room = L - promptTokens;
     // vLLM's default output budget: what the context leaves (chat), 16 (completions).
@@ -438,6 +406,47 @@ export class SimServer {
       );
     }
     return { promptTokens, maxTokens };
+  }
+
+  /**
+   * The prompt's tokens, as the chat template counts them (chat, messages) or as sent (completions); undefined when it
+   * answered a request with no prompt, an empty one or tools it cannot parse.
+   */
+  private promptTokensOf(kind: Kind, body: Json, res: ServerResponse, fail: Refuse): number | undefined {
+    const anthropic = kind === 'messages';
+    const chat = kind === 'chat';
+    if (chat || anthropic) {
+      if (!Array.isArray(body.messages)) return void validationError(res, 'messages', 'missing', 'Field required');
+      const refused = this.toolChoiceRefused(body);
+      if (refused) return void fail(400, 'BadRequestError', 'BadRequestError', refused);
+      if (body.messages.length === 0) {
+        if (anthropic)
+          return void fail(
+            500,
+            '',
+            'internal_error',
+            'Cannot apply chat template to an empty conversation. Provide at least one message.',
+          );
+        return void fail(
+          400,
+          'BadRequestError',
+          'invalid_request_error',
+          'messages must not be empty. (parameter=messages)',
+          'messages',
+        );
+      }
+      return chatTokens(body.messages, anthropic ? body.system : undefined, body.tools);
+    }
+    const p = body.prompt;
+    if ((typeof p !== 'string' && !Array.isArray(p)) || p.length === 0)
+      return void fail(
+        400,
+        'BadRequestError',
+        'invalid_request_error',
+        'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)',
+        'prompt',
+      );
+    return typeof p === 'string' ? countTokens(p) : p.length;
   }
 
   /** vLLM refuses a request with tools the server cannot parse calls for (its words, online_renderer.py). */
@@ -580,39 +589,47 @@ export class SimServer {
       ec_transfer_params: null,
       metrics: null,
     };
-    if (r.chat) {
-      const message = {
-        role: 'assistant',
-        content: ans.tool ? null : text,
-        refusal: null,
-        annotations: null,
-        audio: null,
-        function_call: null,
-        ...(r.toolCall ? { tool_calls: [r.toolCall] } : {}),
-        reasoning: null,
-      };
-      const choice = {
-        index: 0,
-        message,
-        logprobs: null,
-        finish_reason: r.finishReason,
-        stop_reason: null,
-        token_ids: null,
-        routed_experts: null,
-      };
-      return send(res, 200, {
-        id: rid,
-        object: 'chat.completion',
-        created: r.created,
-        model,
-        choices: [choice],
-        usage,
-        prompt_logprobs: null,
-        prompt_token_ids: null,
-        prompt_text: null,
-        ...tail,
-      });
-    }
+    if (r.chat) return send(res, 200, this.chatCompletion(r, text, usage, tail));
+    return send(res, 200, this.textCompletion(r, text, usage, tail));
+  }
+
+  /** A non-streamed chat completion: the message (its text, or the tool call) and vLLM's fields, nulls included. */
+  private chatCompletion(r: Reply, text: string, usage: Json, tail: Json): Json {
+    const message = {
+      role: 'assistant',
+      content: r.ans.tool ? null : text,
+      refusal: null,
+      annotations: null,
+      audio: null,
+      function_call: null,
+      ...(r.toolCall ? { tool_calls: [r.toolCall] } : {}),
+      reasoning: null,
+    };
+    const choice = {
+      index: 0,
+      message,
+      logprobs: null,
+      finish_reason: r.finishReason,
+      stop_reason: null,
+      token_ids: null,
+      routed_experts: null,
+    };
+    return {
+      id: r.rid,
+      object: 'chat.completion',
+      created: r.created,
+      model: r.model,
+      choices: [choice],
+      usage,
+      prompt_logprobs: null,
+      prompt_token_ids: null,
+      prompt_text: null,
+      ...tail,
+    };
+  }
+
+  /** A non-streamed text completion (/v1/completions), with vLLM's fields, nulls included. */
+  private textCompletion(r: Reply, text: string, usage: Json, tail: Json): Json {
     const choice = {
       index: 0,
       text,
@@ -624,22 +641,22 @@ export class SimServer {
       prompt_token_ids: null,
       routed_experts: null,
     };
-    return send(res, 200, {
-      id: rid,
+    return {
+      id: r.rid,
       object: 'text_completion',
       created: r.created,
-      model,
+      model: r.model,
       choices: [choice],
       usage,
       ...tail,
-    });
+    };
   }
 
   /**
    * A streamed answer: a chunk (or Messages event) per token as the engine makes it, then the usage chunk and [DONE].
    */
   private async streamed(r: Reply, body: Json, res: ServerResponse) {
-    const { ans, promptTokens, rid, model, created, chat } = r;
+    const { ans, promptTokens, rid, model } = r;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
@@ -662,66 +679,86 @@ export class SimServer {
       if (trace) sent.push(performance.now());
       const last = i === ans.n - 1;
       if (r.anthropic) return this.messagesEvent(sse, i, last, ans, r.piece, { rid, model, promptTokens });
-      // vLLM sends the role chunk with the first output (after prefill), not before it
-      if (chat && i === 0)
-        sse({
-          id: rid,
-          object: 'chat.completion.chunk',
-          created,
-          model,
-          choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
-          prompt_token_ids: null,
-          prompt_text: null,
-          ...usageAt(0),
-        });
-      const fin = last
-        ? { finish_reason: r.finishReason, ...(chat ? { stop_reason: null } : {}) }
-        : { finish_reason: null };
-      if (chat) {
-        // A parser buffers a tool call until it is whole, then sends it as one delta.
-        if (ans.tool && !last) return;
-        const delta = ans.tool ? { tool_calls: [{ index: 0, ...r.toolCall }] } : { content: r.piece(i) };
-        sse({
-          id: rid,
-          object: 'chat.completion.chunk',
-          created,
-          model,
-          choices: [{ index: 0, delta, logprobs: null, ...fin, token_ids: null }],
-          ...usageAt(i + 1),
-          ...fp(last),
-        });
-      } else
-        sse({
-          id: rid,
-          object: 'text_completion',
-          created,
-          model,
-          choices: [
-            {
-              index: 0,
-              text: r.piece(i),
-              logprobs: null,
-              ...fin,
-              stop_reason: null,
-              prompt_token_ids: null,
-              token_ids: null,
-            },
-          ],
-          ...usageAt(i + 1),
-          ...fp(last),
-        });
+      this.openaiChunk(r, i, last, { sse, usageAt, fp });
     };
     const g = await this.engine.generate(promptTokens, ans.n, onToken, r.abort.signal, r.arrived);
     this.metrics?.success.inc({ finished_reason: r.counted });
     if (trace && sent.length)
       trace.record({ ttftMs: sent[0]! - r.arrived, itlMs: sent.slice(1).map((t, k) => t - sent[k]!) });
+    this.streamEnd(r, sse, res, includeUsage, g.completionTokens);
+    res.end();
+  }
+
+  /**
+   * A token of a streamed OpenAI answer: a chat delta (the role chunk before the first; a tool call whole, at the last
+   * token) or a text completion chunk, the last one with its finish reason.
+   */
+  private openaiChunk(r: Reply, i: number, last: boolean, w: ChunkWriter) {
+    const { ans, rid, model, created, chat } = r;
+    const { sse, usageAt, fp } = w;
+    // vLLM sends the role chunk with the first output (after prefill), not before it
+    if (chat && i === 0)
+      sse({
+        id: rid,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+        prompt_token_ids: null,
+        prompt_text: null,
+        ...usageAt(0),
+      });
+    const fin = last
+      ? { finish_reason: r.finishReason, ...(chat ? { stop_reason: null } : {}) }
+      : { finish_reason: null };
+    if (chat) {
+      // A parser buffers a tool call until it is whole, then sends it as one delta.
+      if (ans.tool && !last) return;
+      const delta = ans.tool ? { tool_calls: [{ index: 0, ...r.toolCall }] } : { content: r.piece(i) };
+      sse({
+        id: rid,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        choices: [{ index: 0, delta, logprobs: null, ...fin, token_ids: null }],
+        ...usageAt(i + 1),
+        ...fp(last),
+      });
+    } else
+      sse({
+        id: rid,
+        object: 'text_completion',
+        created,
+        model,
+        choices: [
+          {
+            index: 0,
+            text: r.piece(i),
+            logprobs: null,
+            ...fin,
+            stop_reason: null,
+            prompt_token_ids: null,
+            token_ids: null,
+          },
+        ],
+        ...usageAt(i + 1),
+        ...fp(last),
+      });
+  }
+
+  /**
+   * A streamed answer's close: the Messages API's block stop, message_delta (the stop reason and usage) and
+   * message_stop; OpenAI's usage chunk when asked for, then [DONE].
+   */
+  private streamEnd(r: Reply, sse: Sse, res: ServerResponse, includeUsage: boolean, completionTokens: number) {
+    const { promptTokens, rid, model, created, chat } = r;
     if (r.anthropic) {
       sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop');
       sse(
         {
           type: 'message_delta',
           delta: { stop_reason: r.stopReason },
-          usage: { input_tokens: promptTokens, output_tokens: g.completionTokens },
+          usage: { input_tokens: promptTokens, output_tokens: completionTokens },
         },
         'message_delta',
       );
@@ -736,14 +773,13 @@ export class SimServer {
           choices: [],
           usage: {
             prompt_tokens: promptTokens,
-            total_tokens: promptTokens + g.completionTokens,
-            completion_tokens: g.completionTokens,
+            total_tokens: promptTokens + completionTokens,
+            completion_tokens: completionTokens,
           },
           system_fingerprint: this.fingerprint,
         });
       res.write('data: [DONE]\n\n');
     }
-    res.end();
   }
 
   /**
@@ -801,6 +837,21 @@ export class SimServer {
 }
 
 type Kind = 'completion' | 'chat' | 'messages';
+
+/** Writes one server-sent event (a Messages event with its name). */
+type Sse = (data: unknown, event?: string) => void;
+
+/**
+ * What a streamed OpenAI answer's chunks are written with: the event writer, the usage after k tokens, the fingerprint.
+ */
+interface ChunkWriter {
+  sse: Sse;
+  usageAt: (k: number) => Json;
+  fp: (last: boolean) => Json;
+}
+
+/** Sends a refusal in the request's API's shape: OpenAI's error type (and param), or Anthropic's. */
+type Refuse = (status: number, otype: string, atype: string, msg: string, param?: string | null) => void;
 
 /** What a request's body shows of its client, for the request log (sizes and names, never the text). */
 function describe(body: Json): Partial<RequestRecord> {
