@@ -14,7 +14,7 @@ import {
 } from '../../client/claude-code.js';
 import { say, note } from '../../output/log.js';
 import { UsageError } from '../../errors.js';
-import { runningGateway } from '../../gateway/control.js';
+import { runningGateway, type GatewayRecord } from '../../gateway/control.js';
 import { shellQuote, commandLine, commentValue } from '../../output/format.js';
 
 export async function run(
@@ -63,6 +63,28 @@ export async function run(
       'server.apiKeyEnv: letters, digits and _',
     ]);
   // A running gateway that serves this model is the one endpoint clients use (its key, if it has one)
+  const gw = gatewayServing(model, opts.host);
+  if (gw) {
+    note(`${name}: through the gateway on port ${gw.port} (sparkctl gateway status)`);
+    port = gw.port;
+    if (gw.apiKeyEnv) keyEnv = gw.apiKeyEnv;
+  }
+  const base = `http://${opts.host}:${port}`;
+  // The key is referenced, never printed: the client reads it from the same variable.
+  const key = keyEnv ? `"$${keyEnv}"` : null;
+  if (opts.claudeCode) sayClaudeCode(name, opts.profiles, inst, profile, { base, key, model });
+  if (opts.openai) {
+    say(`export OPENAI_BASE_URL=${shellQuote(`${base}/v1`)}`);
+    say(`export OPENAI_API_KEY=${key ?? 'EMPTY'}`);
+    say(`# model: ${commentValue(model)}`);
+  }
+}
+
+/**
+ * The running gateway that serves this model where the client reaches it (undefined: none), its record checked field
+ * by field (a file on disk, as hostile as the registry entry).
+ */
+function gatewayServing(model: string, host: string): GatewayRecord | undefined {
   const gw = runningGateway(stateDir());
   if (
     gw &&
@@ -72,42 +94,45 @@ export async function run(
     (gw.apiKeyEnv === undefined || /^[A-Za-z_][A-Za-z0-9_]*$/.test(gw.apiKeyEnv)) &&
     Array.isArray(gw.models) &&
     gw.models.some((m) => m.name === model) &&
-    (gw.host === '0.0.0.0' ||
-      gw.host === opts.host ||
-      (/^(127\.0\.0\.1|localhost)$/.test(opts.host) && gw.host === '127.0.0.1'))
-  ) {
-    note(`${name}: through the gateway on port ${gw.port} (sparkctl gateway status)`);
-    port = gw.port;
-    if (gw.apiKeyEnv) keyEnv = gw.apiKeyEnv;
-  }
-  const base = `http://${opts.host}:${port}`;
-  // The key is referenced, never printed: the client reads it from the same variable.
-  const key = keyEnv ? `"$${keyEnv}"` : null;
-  if (opts.claudeCode) {
-    const served = servedFacts(inst, profile);
-    const v = claudeCodeVerdict(served);
-    if (!v.ok)
-      throw new UsageError(
-        `${name}: Claude Code cannot run here: ${v.problems.join('; and ')}`,
-        claudeCodeFixes(name, profile, served, opts.profiles),
-      );
-    say(`export ANTHROPIC_BASE_URL=${shellQuote(base)}`);
-    say(`export ANTHROPIC_AUTH_TOKEN=${key ?? 'dummy'}`);
-    say(`export ANTHROPIC_MODEL=${shellQuote(model)}`);
-    for (const tier of ['OPUS', 'SONNET', 'HAIKU']) say(`export ANTHROPIC_DEFAULT_${tier}_MODEL=${shellQuote(model)}`);
-    // Claude Code asks for 32,000 output tokens a request; vLLM refuses what the context cannot hold.
-    say(`export CLAUDE_CODE_MAX_OUTPUT_TOKENS=${v.budget.maxOutputTokens}`);
-    // A local model has no use for Claude Code's calls home (telemetry, update checks).
-    say('export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1');
-    note(
-      `vLLM serves the Anthropic Messages API at ${base}/v1/messages itself; no proxy needed. ${served.maxModelLen} tokens of context leave ${v.budget.maxOutputTokens} output tokens a turn. Check it: ${commandLine('sparkctl', 'probe', name, '--client', 'claude-code')}`,
+    (gw.host === '0.0.0.0' || gw.host === host || (/^(127\.0\.0\.1|localhost)$/.test(host) && gw.host === '127.0.0.1'))
+  )
+    return gw;
+  return undefined;
+}
+
+/** Where the client reaches the server: its base URL, the key as a variable reference (never its value), the model. */
+interface Endpoint {
+  base: string;
+  key: string | null;
+  model: string;
+}
+
+/** The Claude Code exports, once its verdict says it runs on what the server serves (else refused, with the fixes). */
+function sayClaudeCode(
+  name: string,
+  profiles: string | undefined,
+  inst: Instance | undefined,
+  profile: Profile | undefined,
+  { base, key, model }: Endpoint,
+): void {
+  const served = servedFacts(inst, profile);
+  const v = claudeCodeVerdict(served);
+  if (!v.ok)
+    throw new UsageError(
+      `${name}: Claude Code cannot run here: ${v.problems.join('; and ')}`,
+      claudeCodeFixes(name, profile, served, profiles),
     );
-  }
-  if (opts.openai) {
-    say(`export OPENAI_BASE_URL=${shellQuote(`${base}/v1`)}`);
-    say(`export OPENAI_API_KEY=${key ?? 'EMPTY'}`);
-    say(`# model: ${commentValue(model)}`);
-  }
+  say(`export ANTHROPIC_BASE_URL=${shellQuote(base)}`);
+  say(`export ANTHROPIC_AUTH_TOKEN=${key ?? 'dummy'}`);
+  say(`export ANTHROPIC_MODEL=${shellQuote(model)}`);
+  for (const tier of ['OPUS', 'SONNET', 'HAIKU']) say(`export ANTHROPIC_DEFAULT_${tier}_MODEL=${shellQuote(model)}`);
+  // Claude Code asks for 32,000 output tokens a request; vLLM refuses what the context cannot hold.
+  say(`export CLAUDE_CODE_MAX_OUTPUT_TOKENS=${v.budget.maxOutputTokens}`);
+  // A local model has no use for Claude Code's calls home (telemetry, update checks).
+  say('export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1');
+  note(
+    `vLLM serves the Anthropic Messages API at ${base}/v1/messages itself; no proxy needed. ${served.maxModelLen} tokens of context leave ${v.budget.maxOutputTokens} output tokens a turn. Check it: ${commandLine('sparkctl', 'probe', name, '--client', 'claude-code')}`,
+  );
 }
 
 /** The context a profile serves: its engine.maxModelLen, else the model's own (vLLM's default). */

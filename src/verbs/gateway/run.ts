@@ -155,40 +155,7 @@ export async function down(o: { json?: boolean; forceForget?: boolean }) {
 export async function status(o: { json?: boolean }) {
   const r = runningGateway(stateDir());
   if (!r) {
-    // launched, but not (or no longer) whole: a keeper that died with HAProxy left, or a record that cannot be proven
-    const e = gatewayEntry(stateDir())?.entry;
-    const state =
-      e?.proof.state === 'degraded'
-        ? 'degraded'
-        : e?.proof.state === 'unproven'
-          ? 'unproven'
-          : e?.alive
-            ? 'starting'
-            : 'stopped';
-    // a record that is there but cannot be read is said, never taken for "not running"
-    const unreadable = recordProblem(stateDir());
-    if (o.json)
-      say(
-        envelope('gateway-status', {
-          state,
-          ...(e && state !== 'stopped' ? { pid: e.launch.pid } : {}),
-          ...(unreadable ? { recordUnreadable: unreadable } : {}),
-        }),
-      );
-    else if (unreadable)
-      say(
-        `gateway: ${state === 'stopped' ? 'state unknown' : state}: its record cannot be read (${unreadable}); sparkctl gateway down stops a gateway it launched, and gateway up writes the record again`,
-      );
-    else
-      say(
-        state === 'degraded'
-          ? `gateway: DEGRADED: its keeper (pid ${e!.launch.pid}) is gone, HAProxy still runs: sparkctl gateway down stops it`
-          : state === 'unproven'
-            ? `gateway: pid ${e!.launch.pid} cannot be proven ours (${e!.proof.state === 'unproven' ? e!.proof.reason : ''}): never signalled; sparkctl gateway down --force-forget drops the record`
-            : state === 'starting'
-              ? `gateway: starting (keeper pid ${e!.launch.pid})`
-              : 'gateway: not running',
-      );
+    sayNotRunning(o.json);
     throw new ExitWith(ExitCode.problems);
   }
   const v = await viewGateway(r);
@@ -211,34 +178,7 @@ export async function status(o: { json?: boolean }) {
     `gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid})${r.managed ? '' : ' in the foreground (not started by gateway up: stop --all leaves it to its service manager)'}`,
   );
   if (!v.models.length) return say('  no models yet (it follows sparkctl serve)');
-  say(
-    table(
-      v.models.map((m) => [
-        m.name,
-        m.profile,
-        m.state === 'running'
-          ? `running (${m.servers.filter((x) => x.state === 'up').length}/${m.servers.length} up)`
-          : m.state,
-        String(m.queued),
-        m.onDemand
-          ? `${m.onDemand.pinned ? 'pinned; ' : ''}start ${m.onDemand.lastStartMs ?? '-'} ms, evict ${m.onDemand.lastEvictMs ?? '-'} ms (${m.onDemand.starts}/${m.onDemand.evictions})`
-          : '-',
-        m.servers.map((x) => `${x.name}:${x.state}`).join(' ') || '-',
-        m.usage ? usageCell(m.usage) : '-',
-        m.usage ? prefixCell(m.usage) : '-',
-      ]),
-      [
-        'MODEL',
-        'PROFILE',
-        'STATE',
-        'QUEUED',
-        'ON DEMAND (last swap; starts/evictions)',
-        'SERVERS',
-        'TOKENS (prompt/completion)',
-        'PREFIX (hit/spill/new)',
-      ],
-    ),
-  );
+  say(modelsTable(v.models));
   if (!v.usageRecorded) say('  tokens and prefix hits are not counted: this HAProxy is built without Lua');
   if (v.unattributed)
     say(
@@ -248,6 +188,77 @@ export async function status(o: { json?: boolean }) {
     say(
       '  ~N: streams whose client did not ask for usage (stream_options.include_usage), counted by their chunks (about a token each), not in the tokens',
     );
+}
+
+/** A gateway that does not run whole, said: degraded, unproven, starting or stopped, or its record unreadable. */
+function sayNotRunning(json: boolean | undefined): void {
+  // launched, but not (or no longer) whole: a keeper that died with HAProxy left, or a record that cannot be proven
+  const e = gatewayEntry(stateDir())?.entry;
+  const state =
+    e?.proof.state === 'degraded'
+      ? 'degraded'
+      : e?.proof.state === 'unproven'
+        ? 'unproven'
+        : e?.alive
+          ? 'starting'
+          : 'stopped';
+  // a record that is there but cannot be read is said, never taken for "not running"
+  const unreadable = recordProblem(stateDir());
+  if (json)
+    say(
+      envelope('gateway-status', {
+        state,
+        ...(e && state !== 'stopped' ? { pid: e.launch.pid } : {}),
+        ...(unreadable ? { recordUnreadable: unreadable } : {}),
+      }),
+    );
+  else if (unreadable)
+    say(
+      `gateway: ${state === 'stopped' ? 'state unknown' : state}: its record cannot be read (${unreadable}); sparkctl gateway down stops a gateway it launched, and gateway up writes the record again`,
+    );
+  else
+    say(
+      state === 'degraded'
+        ? `gateway: DEGRADED: its keeper (pid ${e!.launch.pid}) is gone, HAProxy still runs: sparkctl gateway down stops it`
+        : state === 'unproven'
+          ? `gateway: pid ${e!.launch.pid} cannot be proven ours (${e!.proof.state === 'unproven' ? e!.proof.reason : ''}): never signalled; sparkctl gateway down --force-forget drops the record`
+          : state === 'starting'
+            ? `gateway: starting (keeper pid ${e!.launch.pid})`
+            : 'gateway: not running',
+    );
+}
+
+/** What viewGateway reads of a running gateway (its models, their usage). */
+type GatewayView = Awaited<ReturnType<typeof viewGateway>>;
+
+/** The models table: one row a model (its state, queue, on-demand swaps, servers, tokens and prefix hits). */
+function modelsTable(models: GatewayView['models']): string {
+  return table(
+    models.map((m) => [
+      m.name,
+      m.profile,
+      m.state === 'running'
+        ? `running (${m.servers.filter((x) => x.state === 'up').length}/${m.servers.length} up)`
+        : m.state,
+      String(m.queued),
+      m.onDemand
+        ? `${m.onDemand.pinned ? 'pinned; ' : ''}start ${m.onDemand.lastStartMs ?? '-'} ms, evict ${m.onDemand.lastEvictMs ?? '-'} ms (${m.onDemand.starts}/${m.onDemand.evictions})`
+        : '-',
+      m.servers.map((x) => `${x.name}:${x.state}`).join(' ') || '-',
+      m.usage ? usageCell(m.usage) : '-',
+      m.usage ? prefixCell(m.usage) : '-',
+    ]),
+    [
+      'MODEL',
+      'PROFILE',
+      'STATE',
+      'QUEUED',
+      'ON DEMAND (last swap; starts/evictions)',
+      'SERVERS',
+      'TOKENS (prompt/completion)',
+      'PREFIX (hit/spill/new)',
+    ],
+  );
 }
 
 const n = (v: number) => Math.round(v).toLocaleString('en-US');

@@ -92,6 +92,16 @@ export function printPlan(
           ]),
     ]),
   );
+  sayKvCache(plan, noRoom);
+  sayWhence(r, plan);
+}
+
+/**
+ * Under the table: the KV cache lines vLLM itself will log, why it would not start (no room), or what is not modelled
+ * and why no figure is stated.
+ */
+function sayKvCache(plan: MemoryPlan, noRoom: boolean): void {
+  const nm = plan.notModelled;
   if (!nm && noRoom) {
     // vLLM stops at its KV-cache check (v1/core/kv_cache_utils.py): it logs no size or concurrency line
     say(c.dim('vLLM would not start: "No available memory for the cache blocks" (its KV-cache check)'));
@@ -110,6 +120,10 @@ export function printPlan(
         : '  no KV cache or concurrency figure is stated rather than one that may be wrong; to plan around it, fix the KV cache size: --set engine.kvCacheMemoryBytes=BYTES',
     );
   }
+}
+
+/** Where the plan came from: vLLM's rules and the layout, the model's facts, the vLLM, why chosen, and the notes. */
+function sayWhence(r: Prepared & { model: NonNullable<Prepared['model']> }, plan: MemoryPlan): void {
   say(
     c.dim(
       `rules: vLLM ${plan.vllmRules}'s (kv_cache_interface.py, kv_cache_utils.py, models/config.py); layout read from ${plan.layoutFrom}`,

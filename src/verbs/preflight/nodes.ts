@@ -7,6 +7,7 @@
 import { resolve } from 'node:path';
 import { withInterrupts as withCancel } from '../../util/interrupt.js';
 import { loadNodesFile } from '../../profiles/load.js';
+import type { NodesFile } from '../../profiles/schema.js';
 import { traitsOfProfile } from '../../engine/runtime/traits.js';
 import { allNodes, exportLine, resolveForNodes, fabricEnvs, nodeEnvOf } from '../../engine/cluster/index.js';
 import { gatherNodes, runNodesChecks, sameImageCheck, type NodeReport } from '../../preflight/nodes.js';
@@ -112,16 +113,13 @@ export function nodeMatrix(reports: NodeReport[]): string {
   return table(rows, ['CHECK', ...reports.map((r) => r.node)]);
 }
 
-export async function preflightNodes(opts: {
-  nodes?: string;
-  profile?: string;
-  platform: string;
-  json?: boolean;
-  strict?: boolean;
-  set?: string[];
-  profiles?: string;
-}): Promise<void> {
-  const nf = loadNodesFile(opts.nodes!);
+/** preflight --nodes' options, as its helpers read them. */
+type PreflightNodesOptions = Parameters<typeof preflightNodes>[0];
+
+/**
+ * The profile the nodes are checked against, resolved over them as serve --nodes resolves it (none without --profile).
+ */
+async function profileOverNodes(opts: PreflightNodesOptions, nf: NodesFile) {
   // a profile, or a model id whose config.json pull fetched (the profile serve --nodes would generate)
   const platform = opts.platform === 'auto' ? undefined : opts.platform;
   const target = opts.profile
@@ -144,6 +142,56 @@ export async function preflightNodes(opts: {
         nf,
       )
     : undefined;
+  return { target, r };
+}
+
+/**
+ * The argv of each node's own preflight (--json): the platform, and the profile by name unless it is generated here.
+ */
+function nodeArgs(opts: PreflightNodesOptions, generated: boolean, targetPlatform: string | undefined): string[] {
+  // a profiles folder of one's own is named to the nodes too (the same path on every node, as the model's)
+  return [
+    'preflight',
+    '--json',
+    '--platform',
+    generated ? (targetPlatform ?? opts.platform) : opts.platform,
+    ...(opts.profile && !generated ? ['--profile', opts.profile] : []),
+    ...(opts.profiles ? ['--profiles', opts.profiles] : []),
+    ...(generated ? [] : (opts.set ?? []).flatMap((s) => ['--set', s])),
+  ];
+}
+
+/** The nodes' report said: the preflight-nodes envelope, or the text with each node's fabric variables. */
+function sayNodesReport(
+  report: NodesPreflightReport,
+  opts: PreflightNodesOptions,
+  nf: NodesFile,
+  envs: Record<string, Record<string, string>>,
+): void {
+  if (opts.json) say(nodesJson(report));
+  else
+    say(
+      renderNodesReport(
+        report,
+        `preflight over ${allNodes(nf).length} nodes (${opts.nodes})`,
+        allNodes(nf).map(
+          (n) => `  ${n.name}  ${envs[n.name] ? exportLine({ ...nodeEnvOf(n), ...envs[n.name] }) : c.dim('not read')}`,
+        ),
+      ),
+    );
+}
+
+export async function preflightNodes(opts: {
+  nodes?: string;
+  profile?: string;
+  platform: string;
+  json?: boolean;
+  strict?: boolean;
+  set?: string[];
+  profiles?: string;
+}): Promise<void> {
+  const nf = loadNodesFile(opts.nodes!);
+  const { target, r } = await profileOverNodes(opts, nf);
   // the folder as serve --nodes renders it for every rank: by its absolute path here (engine/cluster/model-env.ts)
   const modelPath = r?.profile.model.path !== undefined ? resolve(r.profile.model.path) : undefined;
   // A model id's profile is generated here, from the config.json in this host's cache: a node's own
@@ -155,16 +203,7 @@ export async function preflightNodes(opts: {
     note(
       `each node's own preflight runs for platform ${target!.platform ?? opts.platform}, without a profile: ${opts.profile} has none of its own (its profile is generated here; its GPUs and model files are checked across the nodes)`,
     );
-  // a profiles folder of one's own is named to the nodes too (the same path on every node, as the model's)
-  const args = [
-    'preflight',
-    '--json',
-    '--platform',
-    generated ? (target!.platform ?? opts.platform) : opts.platform,
-    ...(opts.profile && !generated ? ['--profile', opts.profile] : []),
-    ...(opts.profiles ? ['--profiles', opts.profiles] : []),
-    ...(generated ? [] : (opts.set ?? []).flatMap((s) => ['--set', s])),
-  ];
+  const args = nodeArgs(opts, generated, target?.platform);
   const started = Date.now();
   const [{ reports, ray }, fabric] = await withCancel((signal) =>
     Promise.all([gatherNodes(nf, { sparkctlArgs: args, modelPath, signal }), gatherFabric(nf, signal)]),
@@ -195,17 +234,7 @@ export async function preflightNodes(opts: {
     reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
   const anyWarn =
     reports.some((x) => x.reached && (x.summary?.warn ?? 0) > 0) || cross.some((x) => x.status === 'warn');
-  if (opts.json) say(nodesJson(report));
-  else
-    say(
-      renderNodesReport(
-        report,
-        `preflight over ${allNodes(nf).length} nodes (${opts.nodes})`,
-        allNodes(nf).map(
-          (n) => `  ${n.name}  ${envs[n.name] ? exportLine({ ...nodeEnvOf(n), ...envs[n.name] }) : c.dim('not read')}`,
-        ),
-      ),
-    );
+  sayNodesReport(report, opts, nf, envs);
   if (anyFail || (opts.strict && anyWarn)) throw new ExitWith(ExitCode.problems);
 }
 

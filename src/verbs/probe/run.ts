@@ -70,21 +70,9 @@ type StartShape = typeof import('../../engine/start-shape.js');
 export async function run(names: string[], opts: ProbeCli) {
   checkFlags(opts);
   const dir = stateDir();
-  // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
-  let stateProblem: unknown;
-  let reg: Registry | undefined;
-  // a registered server's start report is read (zod, as the registry) only where the registry is
-  let starts: StartShape | undefined;
-  if (names.length || opts.all) {
-    reg = new (await import('../../engine/registry.js')).Registry(dir);
-    starts = await import('../../engine/start-shape.js');
-  } else {
-    try {
-      ensureDir(dir, 'state folder', STATE_FIX);
-    } catch (e) {
-      stateProblem = e;
-    }
-  }
+  const opened = await openState(names, opts, dir);
+  const { reg, starts } = opened;
+  let stateProblem = opened.stateProblem;
   const targets = resolveTargets(names, opts, reg);
   if (!targets.length) {
     if (opts.all) {
@@ -150,6 +138,33 @@ export async function run(names: string[], opts: ProbeCli) {
     throw new ExitWith(code || ExitCode.badInput);
   }
   if (code) throw new ExitWith(code);
+}
+
+/**
+ * Where the probe's state is: the registry and the start reports' reader for named targets or --all; for --url targets
+ * only the state folder, made here (its problem kept).
+ */
+async function openState(
+  names: string[],
+  opts: ProbeCli,
+  dir: string,
+): Promise<{ stateProblem: unknown; reg: Registry | undefined; starts: StartShape | undefined }> {
+  // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
+  let stateProblem: unknown;
+  let reg: Registry | undefined;
+  // a registered server's start report is read (zod, as the registry) only where the registry is
+  let starts: StartShape | undefined;
+  if (names.length || opts.all) {
+    reg = new (await import('../../engine/registry.js')).Registry(dir);
+    starts = await import('../../engine/start-shape.js');
+  } else {
+    try {
+      ensureDir(dir, 'state folder', STATE_FIX);
+    } catch (e) {
+      stateProblem = e;
+    }
+  }
+  return { stateProblem, reg, starts };
 }
 
 /** Bad flags are exit 2 before any target is contacted or any history is written. */

@@ -46,6 +46,61 @@ export async function run(name: string, opts: ReportCli) {
   if (!samples.length) noHistory(name, dir, all.files.length > 0);
   if (all.skipped.length) note(`history: ${all.skipped.length} unreadable line(s) skipped (torn or edited)`);
   const r = buildReport(samples);
+  const { cost, priceHow } = costOf(name, opts, dir, samples);
+  if (opts.html) {
+    writeNewFile(opts.html, renderPage(page(name, since, r, cost, priceHow)), '--html', { force: opts.force });
+    note(`report written to ${opts.html}`);
+  }
+  const gateway = gatewayUsageFor(name, from ?? 0, to ?? Date.now());
+  if (opts.json) {
+    say(
+      envelope('report', {
+        target: name,
+        since,
+        ...r,
+        cost: cost ? { price: priceHow, ...cost } : undefined,
+        ...(ups.length ? { upgrades: ups } : {}),
+        ...(gateway ? { gateway } : {}),
+      }),
+    );
+    return;
+  }
+  say(`report of ${name} over ${since}: ${r.from} -> ${r.to}, ${r.samples} probe(s) of ${r.targets.length} target(s)`);
+  say(
+    `  uptime       ${r.uptime === undefined ? '- (one probe)' : `${(r.uptime * 100).toFixed(2)} % healthy (time-weighted)`}; verdicts: ${Object.entries(
+      r.verdicts,
+    )
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  sayIncidents(r);
+  say(`  TTFT         ${lat(r.ttft)}`);
+  say(`  ITL          ${lat(r.itl)}`);
+  const fin = Object.entries(r.finished).filter(([, v]) => v > 0);
+  say(
+    `  tokens       prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}${r.restarts ? ` (${r.restarts} restart(s))` : ''}; requests ${fin.length ? fin.map(([k, v]) => `${k} ${int(v)}`).join(', ') : 'none'}; preemptions ${int(r.preemptions)}${r.prefixHitRate !== undefined ? `; prefix cache hits ${(r.prefixHitRate * 100).toFixed(1)} %` : ''}`,
+  );
+  if (gateway) say(`  gateway      ${gatewayUsageLine(gateway).replace(/^through the gateway: /, '')}`);
+  sayCost(cost, priceHow);
+  sayTrends(r);
+  for (const l of startLines(r.starts)) say(l);
+  if (r.gpu)
+    say(
+      `  GPUs         ${r.gpu.tempMin}..${r.gpu.tempMax} C; memory up to ${r.gpu.memPctMax.toFixed(0)} %; uncorrected ECC ${r.gpu.ecc}; Xid events ${r.gpu.xid}`,
+    );
+  for (const l of upgradeLines(ups)) say(l);
+}
+
+/**
+ * What the window costs, from each target's own samples at the GPU price asked or configured (none without a price,
+ * unless one was asked: then its error is thrown).
+ */
+function costOf(
+  name: string,
+  opts: ReportCli,
+  dir: string,
+  samples: Sample[],
+): { cost?: CostResult; priceHow?: string } {
   let cost: CostResult | undefined;
   let priceHow: string | undefined;
   const priced = opts.gpuHourPrice || opts.gpuMonthPrice;
@@ -66,24 +121,30 @@ export async function run(name: string, opts: ReportCli) {
       if (!(e instanceof UsageError)) throw e;
     }
   }
-  if (opts.html) {
-    writeNewFile(opts.html, renderPage(page(name, since, r, cost, priceHow)), '--html', { force: opts.force });
-    note(`report written to ${opts.html}`);
-  }
-  const gateway = gatewayUsageFor(name, from ?? 0, to ?? Date.now());
-  if (opts.json) {
+  return { cost, priceHow };
+}
+
+/** The incidents: how many, then the last ten one a line (--json lists all). */
+function sayIncidents(r: Report): void {
+  say(`  incidents    ${r.incidents.length || 'none'}`);
+  for (const i of r.incidents.slice(-10))
     say(
-      envelope('report', {
-        target: name,
-        since,
-        ...r,
-        cost: cost ? { price: priceHow, ...cost } : undefined,
-        ...(ups.length ? { upgrades: ups } : {}),
-        ...(gateway ? { gateway } : {}),
-      }),
+      `    ${when(i.at)}${i.until ? ` -> ${when(i.until)}` : ' -> (still)'}  ${i.target} ${i.to}${i.cause ? `: ${i.cause}` : ''}`,
     );
-    return;
-  }
+  if (r.incidents.length > 10) say(`    (${r.incidents.length - 10} earlier incident(s): --json lists all)`);
+}
+
+/** The cost line: what the GPUs held cost at the price and per 1K tokens, or how to give a price. */
+function sayCost(cost: CostResult | undefined, priceHow: string | undefined): void {
+  if (cost?.allocation)
+    say(
+      `  cost         ${priceHow}: $${cost.allocation.dollars.toFixed(2)} held${cost.allocation.per1K !== undefined ? `, $${cost.allocation.per1K.toFixed(4)} per 1K tokens` : ''}${cost.usage?.per1K !== undefined ? `; usage basis $${cost.usage.per1K.toFixed(4)} per 1K` : ''}`,
+    );
+  else say('  cost         no GPU price: --gpu-hour-price USD (or probe.gpuHourPriceUsd in the profile)');
+}
+
+/** The trends over the window: one sparkline a series, each with its lowest and highest value (none: no line). */
+function sayTrends(r: Report): void {
   const a = Date.parse(r.from!);
   const b = Date.parse(r.to!);
   const line = (label: string, pts: SeriesPoint[], fmt: (v: number) => string, lo?: number, hi?: number) => {
@@ -93,32 +154,6 @@ export async function run(name: string, opts: ReportCli) {
       `  ${label.padEnd(12)} ${sparkline(pts, a, b, 48, lo, hi)}  ${fmt(Math.min(...vs))} .. ${fmt(Math.max(...vs))}`,
     );
   };
-  say(`report of ${name} over ${since}: ${r.from} -> ${r.to}, ${r.samples} probe(s) of ${r.targets.length} target(s)`);
-  say(
-    `  uptime       ${r.uptime === undefined ? '- (one probe)' : `${(r.uptime * 100).toFixed(2)} % healthy (time-weighted)`}; verdicts: ${Object.entries(
-      r.verdicts,
-    )
-      .map(([k, v]) => `${k} ${v}`)
-      .join(', ')}`,
-  );
-  say(`  incidents    ${r.incidents.length || 'none'}`);
-  for (const i of r.incidents.slice(-10))
-    say(
-      `    ${when(i.at)}${i.until ? ` -> ${when(i.until)}` : ' -> (still)'}  ${i.target} ${i.to}${i.cause ? `: ${i.cause}` : ''}`,
-    );
-  if (r.incidents.length > 10) say(`    (${r.incidents.length - 10} earlier incident(s): --json lists all)`);
-  say(`  TTFT         ${lat(r.ttft)}`);
-  say(`  ITL          ${lat(r.itl)}`);
-  const fin = Object.entries(r.finished).filter(([, v]) => v > 0);
-  say(
-    `  tokens       prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}${r.restarts ? ` (${r.restarts} restart(s))` : ''}; requests ${fin.length ? fin.map(([k, v]) => `${k} ${int(v)}`).join(', ') : 'none'}; preemptions ${int(r.preemptions)}${r.prefixHitRate !== undefined ? `; prefix cache hits ${(r.prefixHitRate * 100).toFixed(1)} %` : ''}`,
-  );
-  if (gateway) say(`  gateway      ${gatewayUsageLine(gateway).replace(/^through the gateway: /, '')}`);
-  if (cost?.allocation)
-    say(
-      `  cost         ${priceHow}: $${cost.allocation.dollars.toFixed(2)} held${cost.allocation.per1K !== undefined ? `, $${cost.allocation.per1K.toFixed(4)} per 1K tokens` : ''}${cost.usage?.per1K !== undefined ? `; usage basis $${cost.usage.per1K.toFixed(4)} per 1K` : ''}`,
-    );
-  else say('  cost         no GPU price: --gpu-hour-price USD (or probe.gpuHourPriceUsd in the profile)');
   line('healthy', r.series.healthy, (v) => (v ? 'up' : 'down'), 0, 1);
   line('tokens/s', r.series.tokensPerSecond, (v) => v.toFixed(1));
   line('TTFT p50', r.series.ttftP50, (v) => sec(v));
@@ -126,12 +161,6 @@ export async function run(name: string, opts: ReportCli) {
   line('waiting', r.series.waiting, (v) => String(v));
   line('GPU temp', r.series.gpuTempMax, (v) => `${v} C`);
   line('GPU memory', r.series.gpuMemPct, (v) => `${v.toFixed(0)} %`, 0, 100);
-  for (const l of startLines(r.starts)) say(l);
-  if (r.gpu)
-    say(
-      `  GPUs         ${r.gpu.tempMin}..${r.gpu.tempMax} C; memory up to ${r.gpu.memPctMax.toFixed(0)} %; uncorrected ECC ${r.gpu.ecc}; Xid events ${r.gpu.xid}`,
-    );
-  for (const l of upgradeLines(ups)) say(l);
 }
 
 /**

@@ -4,7 +4,7 @@
 // the router, the others serving.
 import { interrupts } from '../../util/interrupt.js';
 import { readSecrets } from '../../engine/plan.js';
-import { relaunchPlan } from '../../engine/relaunch-plan.js';
+import { relaunchPlan, type Relaunch } from '../../engine/relaunch-plan.js';
 import { registeredServers } from '../registered.js';
 import {
   recordOf,
@@ -58,23 +58,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   );
   const router = entries.find((e) => e.inst.role === 'router');
   const replicas = entries.filter((e) => e.inst.role !== 'router');
-  const only = opts.replica?.length ? opts.replica : undefined;
-  if (only && !opts.rolling)
-    throw new UsageError('--replica needs --rolling (a replica restarts alone only behind its router)', [
-      `sparkctl restart ${name} --rolling --replica ${only[0]}`,
-    ]);
-  for (const r of only ?? [])
-    if (!replicas.some((e) => e.inst.name === r))
-      throw new UsageError(`--replica: ${r} is not a replica of ${name}`, [
-        `its replicas: ${replicas.map((e) => e.inst.name).join(', ') || 'none'}`,
-      ]);
-  if (opts.rolling && (!router?.alive || !router.inst.router))
-    throw new UsageError(
-      `restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`,
-      [
-        `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
-      ],
-    );
+  const only = replicasAsked(name, opts, router, replicas);
   // serve's own inputs (its --set, --profiles, ...) with restart's on top, resolved as serve resolves them
   const rec = recordOf(replicas);
   const { plan, as, started, prepared, vllmChange } = await relaunchPlan(profileName, entries, {
@@ -90,20 +74,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   if (!opts.json && prepared.imagePin) note(c.dim(pinLine(prepared.imagePin)));
   if (!opts.json && moved && opts.rolling) note(`${c.yellow('warning')}: ${moved}`);
   if (!opts.json && prepared.imagePin?.finding) note(`${c.yellow('warning')}: ${prepared.imagePin.finding}`);
-  // the stated rule for a host install that changed under the replicas: another vLLM (or none) is another
-  // server, refused (an upgrade compares it first); other packages beside the same vLLM are said, and restarted on
-  if (vllmChange && vllmChange.kind !== 'packages')
-    throw new UsageError(
-      `${name}: ${vllmChange.line} (${started.vllmBin}): a restart would start another server than the one running`,
-      [
-        `sparkctl upgrade ${name} --vllm-bin ${started.vllmBin} (a canary on it, compared with the running replicas, then rolled)`,
-        `or take it without a comparison: sparkctl stop ${name}, then sparkctl serve ${name}`,
-      ],
-    );
-  if (vllmChange && !opts.json)
-    note(
-      `${c.yellow('warning')}: ${name}: ${vllmChange.line}: restarting on it (the same vLLM version; sparkctl upgrade ${name} --vllm-bin ${started.vllmBin} --no-roll compares it first)`,
-    );
+  judgeVllmChange(name, opts, vllmChange, started.vllmBin);
   const changes = replicaChanges(plan, replicas);
   if (!opts.json) for (const l of changeLines(name, changes, reusedFlags(rec))) note(l);
 
@@ -127,6 +98,69 @@ export async function run(profileName: string, opts: RestartOptions) {
   } finally {
     ac.off();
   }
+  sayRolling(name, opts, outcome);
+  const code = exitCodeOf(outcome.status);
+  if (code !== 0) throw new ExitWith(code);
+}
+
+/**
+ * The replicas --replica names (undefined: every one), checked: --replica only with --rolling, each a replica of the
+ * profile, and --rolling only with a router running in front of them.
+ */
+function replicasAsked(
+  name: string,
+  opts: RestartOptions,
+  router: Entry | undefined,
+  replicas: Entry[],
+): string[] | undefined {
+  const only = opts.replica?.length ? opts.replica : undefined;
+  if (only && !opts.rolling)
+    throw new UsageError('--replica needs --rolling (a replica restarts alone only behind its router)', [
+      `sparkctl restart ${name} --rolling --replica ${only[0]}`,
+    ]);
+  for (const r of only ?? [])
+    if (!replicas.some((e) => e.inst.name === r))
+      throw new UsageError(`--replica: ${r} is not a replica of ${name}`, [
+        `its replicas: ${replicas.map((e) => e.inst.name).join(', ') || 'none'}`,
+      ]);
+  if (opts.rolling && (!router?.alive || !router.inst.router))
+    throw new UsageError(
+      `restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`,
+      [
+        `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
+      ],
+    );
+  return only;
+}
+
+/**
+ * The stated rule for a host install that changed under the replicas: another vLLM is refused, other packages beside
+ * the same vLLM are warned of.
+ */
+function judgeVllmChange(
+  name: string,
+  opts: RestartOptions,
+  vllmChange: Relaunch['vllmChange'],
+  vllmBin: string,
+): void {
+  // the stated rule for a host install that changed under the replicas: another vLLM (or none) is another
+  // server, refused (an upgrade compares it first); other packages beside the same vLLM are said, and restarted on
+  if (vllmChange && vllmChange.kind !== 'packages')
+    throw new UsageError(
+      `${name}: ${vllmChange.line} (${vllmBin}): a restart would start another server than the one running`,
+      [
+        `sparkctl upgrade ${name} --vllm-bin ${vllmBin} (a canary on it, compared with the running replicas, then rolled)`,
+        `or take it without a comparison: sparkctl stop ${name}, then sparkctl serve ${name}`,
+      ],
+    );
+  if (vllmChange && !opts.json)
+    note(
+      `${c.yellow('warning')}: ${name}: ${vllmChange.line}: restarting on it (the same vLLM version; sparkctl upgrade ${name} --vllm-bin ${vllmBin} --no-roll compares it first)`,
+    );
+}
+
+/** The rolling restart's outcome said: the envelope, where it stopped and what keeps serving, or what it restarted. */
+function sayRolling(name: string, opts: RestartOptions, outcome: RollingOutcome): void {
   if (opts.json) say(envelope('restart', { rolling: true, ...outcome, exitCode: exitCodeOf(outcome.status) }));
   else if (outcome.aborted) {
     note(`${c.red('rolling restart stopped')} at ${outcome.aborted.replica}: ${outcome.aborted.cause}`);
@@ -138,8 +172,6 @@ export async function run(profileName: string, opts: RestartOptions) {
     say(
       `${c.green('restarted')} ${name}: ${outcome.replicas.filter((x) => x.restarted).length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`,
     );
-  const code = exitCodeOf(outcome.status);
-  if (code !== 0) throw new ExitWith(code);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Registry, type ClusterRecord } from '../../engine/registry.js';
+import { Registry, type ClusterRecord, type Entry } from '../../engine/registry.js';
 import { named, onHost, overNodes } from '../../engine/servers.js';
 import { stateDir } from '../common.js';
 import { stopInstances, graceMsOf, heldText, type StopOutcome, type RequestsOutcome } from '../../engine/stop.js';
@@ -91,6 +91,58 @@ async function stopClusters(
   return done.map((x) => ({ ...x, json: cl.clusterStopJson(x) }));
 }
 
+/** The servers on this host stopped (a router by its own soft stop), each signal said as it is sent. */
+async function stopOnHost(
+  reg: Registry,
+  targets: Entry[],
+  graceMs: number | undefined,
+  forceForget: boolean | undefined,
+): Promise<StopOutcome[]> {
+  return stopInstances(reg, targets, {
+    graceMs,
+    forceForget,
+    router: targets.some((e) => e.inst.role === 'router')
+      ? (await import('../../router/stop.js')).stopRouterEntry
+      : undefined,
+    onEvent: (e) => {
+      if (e.type === 'signalled' && e.signal === 'SIGUSR1')
+        note(
+          `${e.name}: soft stop (SIGUSR1): HAProxy stops listening and lets ${e.connections === undefined ? 'its open connections' : `${e.connections} open connection${e.connections === 1 ? '' : 's'}`} finish; hard stop after ${Math.round(e.graceMs / 1000)} s if it has not ended`,
+        );
+      else if (e.type === 'signalled' && e.signal === 'SIGTERM' && e.hardStop)
+        note(`${e.name}: the drain deadline passed: hard stop (SIGTERM); SIGKILL after 3 s`);
+      else if (e.type === 'signalled' && e.signal === 'SIGTERM')
+        note(
+          `${e.name}: SIGTERM${e.inFlight ? ` with ${requestsWord(e.inFlight)}` : ''}; SIGKILL after ${Math.round(e.graceMs / 1000)} s if it has not ended`,
+        );
+    },
+  });
+}
+
+/**
+ * The stop's verdict: a server that did not release everything, an entry not proven ours, or a gateway or cluster not
+ * stopped is a problem (the registry entries kept).
+ */
+function judgeStop(results: StopOutcome[], gatewayBad: string, clusterBad: string): void {
+  const unproven = results.filter((r) => r.result === 'unproven' && !r.forgotten);
+  const bad = results.filter((r) => heldText(r) !== undefined);
+  if (bad.length)
+    note('some resources are still held; the registry entries are kept so `sparkctl stop` can be run again');
+  if (bad.length || unproven.length || gatewayBad || clusterBad)
+    throw new ProblemsFound(
+      [
+        gatewayBad,
+        clusterBad,
+        bad.length ? `${bad.length} server(s) did not release everything` : '',
+        unproven.length
+          ? `${unproven.length} entr${unproven.length === 1 ? 'y' : 'ies'} could not be proven ours and were not signalled`
+          : '',
+      ]
+        .filter(Boolean)
+        .join('; '),
+    );
+}
+
 export async function run(
   name: string | undefined,
   opts: { all?: boolean; grace?: number; json?: boolean; nodes?: string; forceForget?: boolean },
@@ -142,44 +194,10 @@ export async function run(
       if (gatewayBad || clusterBad) throw new ProblemsFound([gatewayBad, clusterBad].filter(Boolean).join('; '));
       return;
     }
-    const results = await stopInstances(reg, targets, {
-      graceMs,
-      forceForget: opts.forceForget,
-      router: targets.some((e) => e.inst.role === 'router')
-        ? (await import('../../router/stop.js')).stopRouterEntry
-        : undefined,
-      onEvent: (e) => {
-        if (e.type === 'signalled' && e.signal === 'SIGUSR1')
-          note(
-            `${e.name}: soft stop (SIGUSR1): HAProxy stops listening and lets ${e.connections === undefined ? 'its open connections' : `${e.connections} open connection${e.connections === 1 ? '' : 's'}`} finish; hard stop after ${Math.round(e.graceMs / 1000)} s if it has not ended`,
-          );
-        else if (e.type === 'signalled' && e.signal === 'SIGTERM' && e.hardStop)
-          note(`${e.name}: the drain deadline passed: hard stop (SIGTERM); SIGKILL after 3 s`);
-        else if (e.type === 'signalled' && e.signal === 'SIGTERM')
-          note(
-            `${e.name}: SIGTERM${e.inFlight ? ` with ${requestsWord(e.inFlight)}` : ''}; SIGKILL after ${Math.round(e.graceMs / 1000)} s if it has not ended`,
-          );
-      },
-    });
+    const results = await stopOnHost(reg, targets, graceMs, opts.forceForget);
     if (opts.json) say(envelope('stop', { stopped: results, ...cl, ...gw }));
     else for (const r of results) say(outcomeLine(r));
-    const unproven = results.filter((r) => r.result === 'unproven' && !r.forgotten);
-    const bad = results.filter((r) => heldText(r) !== undefined);
-    if (bad.length)
-      note('some resources are still held; the registry entries are kept so `sparkctl stop` can be run again');
-    if (bad.length || unproven.length || gatewayBad || clusterBad)
-      throw new ProblemsFound(
-        [
-          gatewayBad,
-          clusterBad,
-          bad.length ? `${bad.length} server(s) did not release everything` : '',
-          unproven.length
-            ? `${unproven.length} entr${unproven.length === 1 ? 'y' : 'ies'} could not be proven ours and were not signalled`
-            : '',
-        ]
-          .filter(Boolean)
-          .join('; '),
-      );
+    judgeStop(results, gatewayBad, clusterBad);
   } finally {
     release();
   }

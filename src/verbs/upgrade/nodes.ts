@@ -570,6 +570,93 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
 }
 
 /**
+ * The candidate's image ID read on every node (the canary's too) where nothing here read it, or a rollback's previous
+ * pin checked there: every node must hold the one ID the plan names.
+ */
+async function candidateIdOnNodes(
+  cand: PlannedCluster,
+  cand0: NodesCandidate,
+  every: NodesFile[],
+  name: string,
+  file: string,
+): Promise<void> {
+  const candImage = imageOnNodes(cand);
+  if (!cand0.image && candImage && !cand0.wouldPull)
+    cand0.image = {
+      id: await oneIdOn(
+        cand,
+        every,
+        `the candidate's image ${candImage.image}`,
+        `load it on every node (${candImage.cli} save IMAGE | ssh NODE ${candImage.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
+      ),
+    };
+  else if (cand0.rollback && cand0.image && candImage)
+    await oneIdOn(
+      cand,
+      every,
+      `the previous pin ${cand0.image.id}`,
+      `load it on every node (${candImage.cli} save ${cand0.image.id} | ssh NODE ${candImage.cli} load)`,
+    );
+}
+
+/**
+ * What runs now (the previous pin a failure serves again), as one image ID, warned about where the ranks do not run
+ * one image (undefined: not one ID).
+ */
+async function currentImageId(
+  rec0: ClusterRecord,
+  opts: NodesUpgradeOptions,
+  nf: NodesFile,
+  cur: PlannedCluster,
+): Promise<string | undefined> {
+  // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
+  // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
+  const running = await runningImageId(rec0, nf);
+  const curId = running.id
+    ? [running.id]
+    : imageOnNodes(cur)
+      ? (await readImageIds(nf, cur.steps)).map((x) => x.id)
+      : [];
+  const currentId = curId.length && curId.every((x) => x && x === curId[0]) ? curId[0] : undefined;
+  if (running.why && !opts.json)
+    note(
+      `${c.yellow('warning')}: the ranks do not run one image (${running.why}): the previous pin served again on a failure is ${currentId ?? 'the profile as served'}`,
+    );
+  return currentId;
+}
+
+/** Says every node already runs the candidate (nothing to upgrade), with any tag the copy replaced and its way back. */
+function sayUnchanged(
+  name: string,
+  opts: NodesUpgradeOptions,
+  cand0: NodesCandidate,
+  cur: PlannedCluster,
+  currentId: string,
+): void {
+  // the canary's spare nodes may have been given the candidate over another build: said, with the way back
+  const replaced = tagsReplacedLines(cand0.copied, imageOnNodes(cur)?.cli ?? 'podman', opts.image ?? currentId);
+  if (opts.json)
+    say(
+      envelope('upgrade', {
+        profile: name,
+        action: 'upgrade',
+        status: 'unchanged',
+        where: 'nodes',
+        image: currentId,
+        ...(replaced.length ? { tagsReplaced: replaced } : {}),
+        exitCode: 0,
+      }),
+    );
+  else
+    say(
+      [
+        `${name}: every node already runs ${opts.image} (image ${currentId.slice(0, 12)}): nothing to upgrade, nothing stopped`,
+        ...replaced,
+      ].join('\n  '),
+    );
+}
+
+/**
  * read, once the candidate is on every node: its plan, the canary's with its ID, what runs now, the flags (undefined:
  * unchanged, said).
  */
@@ -591,59 +678,10 @@ async function afterCopy(
   const { dir, name, l, file, nf, nodes, cur, canaryNf, cand0 } = r;
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
   const canary = canaryNf ? await canaryPlan(name, opts, l, canaryNf, cand0.sets) : undefined;
-  const candImage = imageOnNodes(cand);
-  const every = canaryNf ? [nf, canaryNf] : [nf];
-  if (!cand0.image && candImage && !cand0.wouldPull)
-    cand0.image = {
-      id: await oneIdOn(
-        cand,
-        every,
-        `the candidate's image ${candImage.image}`,
-        `load it on every node (${candImage.cli} save IMAGE | ssh NODE ${candImage.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
-      ),
-    };
-  else if (cand0.rollback && cand0.image && candImage)
-    await oneIdOn(
-      cand,
-      every,
-      `the previous pin ${cand0.image.id}`,
-      `load it on every node (${candImage.cli} save ${cand0.image.id} | ssh NODE ${candImage.cli} load)`,
-    );
-  // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
-  // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
-  const running = await runningImageId(rec0, nf);
-  const curId = running.id
-    ? [running.id]
-    : imageOnNodes(cur)
-      ? (await readImageIds(nf, cur.steps)).map((x) => x.id)
-      : [];
-  const currentId = curId.length && curId.every((x) => x && x === curId[0]) ? curId[0] : undefined;
-  if (running.why && !opts.json)
-    note(
-      `${c.yellow('warning')}: the ranks do not run one image (${running.why}): the previous pin served again on a failure is ${currentId ?? 'the profile as served'}`,
-    );
+  await candidateIdOnNodes(cand, cand0, canaryNf ? [nf, canaryNf] : [nf], name, file);
+  const currentId = await currentImageId(rec0, opts, nf, cur);
   if (cand0.image && currentId === cand0.image.id && !opts.candidateSet.length && !opts.rollback) {
-    // the canary's spare nodes may have been given the candidate over another build: said, with the way back
-    const replaced = tagsReplacedLines(cand0.copied, imageOnNodes(cur)?.cli ?? 'podman', opts.image ?? currentId);
-    if (opts.json)
-      say(
-        envelope('upgrade', {
-          profile: name,
-          action: 'upgrade',
-          status: 'unchanged',
-          where: 'nodes',
-          image: currentId,
-          ...(replaced.length ? { tagsReplaced: replaced } : {}),
-          exitCode: 0,
-        }),
-      );
-    else
-      say(
-        [
-          `${name}: every node already runs ${opts.image} (image ${currentId.slice(0, 12)}): nothing to upgrade, nothing stopped`,
-          ...replaced,
-        ].join('\n  '),
-      );
+    sayUnchanged(name, opts, cand0, cur, currentId);
     return undefined;
   }
   const secrets = readSecrets(cand.resolved.profile);

@@ -493,6 +493,67 @@ function refuseNodesFlags(profileName: string, opts: UpgradeOptions): void {
 
 export { fieldOfFlag };
 
+/**
+ * What upgrade read before it acts: both sides planned, the versions and their diff, where the canary goes, each
+ * side's flags.
+ */
+interface UpgradePlanRead {
+  name: string;
+  opts: UpgradeOptions;
+  cur: Relaunch;
+  cand: Relaunch;
+  cand0: Candidate;
+  from: string;
+  to: string;
+  diff: VersionDiff;
+  routed: boolean;
+  where: string;
+  flags: FlagsRead;
+}
+
+/** --dry-run: the plan said (the upgrade-plan envelope, or its lines), and nothing started. */
+function sayDryRun(p: UpgradePlanRead): void {
+  const { name, opts, cur, cand, cand0, from, to, diff, routed, where, flags } = p;
+  if (opts.json)
+    say(
+      envelope('upgrade-plan', {
+        profile: name,
+        from,
+        to,
+        image: cand0.imagePinned ?? null,
+        vllmBin: cand0.vllmBin ?? null,
+        sets: cand0.sets,
+        canary: routed ? 'in-place' : 'beside',
+        pull: cand0.fetched ? { state: cand0.fetched.state } : null,
+        diff,
+        ...flagsFields(flags),
+        thresholds: thresholdsOf(cand),
+      }),
+    );
+  else for (const l of planLines(name, diff, cur, cand, where, cand0, flags)) say(l);
+}
+
+/** The upgrade appended to the profile's record: both sides, what came of it, and who ran it. */
+function recordUpgrade(dir: string, p: UpgradePlanRead, replicas: Entry[], outcome: UpgradeOutcome): void {
+  const { name, opts, cur, cand0, from, to } = p;
+  appendUpgrade(dir, {
+    at: new Date().toISOString(),
+    profile: name,
+    kind: opts.rollback ? 'rollback' : 'upgrade',
+    from: {
+      vllmVersion: from,
+      image: recordOf(replicas)?.image,
+      vllmBin: cur.plan.engine === 'vllm' ? cur.started.vllmBin : undefined,
+    },
+    to: { vllmVersion: to, image: cand0.imagePinned ?? cand0.image, vllmBin: cand0.vllmBin },
+    status: outcome.status,
+    failed: outcome.verdict?.why ?? (outcome.canary.failure ? [outcome.canary.failure] : []),
+    where: outcome.where,
+    ms: outcome.ms,
+    by: whoAmI(),
+  });
+}
+
 export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
@@ -538,26 +599,8 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const where = routed
     ? `in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name} behind the router, compared with ${cur.plan.replicas[0]!.name}`
     : `beside the replicas as ${name}-canary on a free port${canaryGpus ? `, on GPU ${canaryGpus.join(',')}` : ''} (no router: a passing canary is followed by a restart of every replica at once)`;
-  if (opts.dryRun) {
-    if (opts.json)
-      say(
-        envelope('upgrade-plan', {
-          profile: name,
-          from,
-          to,
-          image: cand0.imagePinned ?? null,
-          vllmBin: cand0.vllmBin ?? null,
-          sets: cand0.sets,
-          canary: routed ? 'in-place' : 'beside',
-          pull: cand0.fetched ? { state: cand0.fetched.state } : null,
-          diff,
-          ...flagsFields(flags),
-          thresholds: thresholdsOf(cand),
-        }),
-      );
-    else for (const l of planLines(name, diff, cur, cand, where, cand0, flags)) say(l);
-    return;
-  }
+  const read: UpgradePlanRead = { name, opts, cur, cand, cand0, from, to, diff, routed, where, flags };
+  if (opts.dryRun) return sayDryRun(read);
   if (!opts.json) for (const l of planLines(name, diff, cur, cand, where, cand0, flags)) note(l);
   const lock = lockOf(cur);
   // a lock file sparkctl may not write over: refused before the canary, not after the roll
@@ -567,22 +610,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const first = pinsBefore ? undefined : await currentPin(cur, entries);
   const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to, canaryGpus);
   if (outcome.status === 'rolled') pinRolled(dir, name, cand, cand0, to, first, lock);
-  appendUpgrade(dir, {
-    at: new Date().toISOString(),
-    profile: name,
-    kind: opts.rollback ? 'rollback' : 'upgrade',
-    from: {
-      vllmVersion: from,
-      image: recordOf(replicas)?.image,
-      vllmBin: cur.plan.engine === 'vllm' ? cur.started.vllmBin : undefined,
-    },
-    to: { vllmVersion: to, image: cand0.imagePinned ?? cand0.image, vllmBin: cand0.vllmBin },
-    status: outcome.status,
-    failed: outcome.verdict?.why ?? (outcome.canary.failure ? [outcome.canary.failure] : []),
-    where: outcome.where,
-    ms: outcome.ms,
-    by: whoAmI(),
-  });
+  recordUpgrade(dir, read, replicas, outcome);
   render(name, opts, outcome, from, to);
   const code = EXIT[outcome.status];
   if (code !== 0) throw new ExitWith(code);

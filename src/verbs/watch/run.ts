@@ -295,7 +295,8 @@ function incidents(dir: string, o: WatchOptions, emit: (e: WatchEvent) => void):
   };
 }
 
-export async function run(names: string[], o: WatchOptions) {
+/** The flags refused before anything is locked or read: what to watch, --interval, the policy flags. */
+function refuseBadInputs(names: string[], o: WatchOptions): void {
   if (!names.length && !o.all)
     throw new UsageError('watch what? name profiles or instances, or --all', [
       'sparkctl watch --all',
@@ -307,6 +308,39 @@ export async function run(names: string[], o: WatchOptions) {
       'one reading a second or slower: --interval 5s',
     ]);
   policyWith({}, o);
+}
+
+/** Each event said: a JSON line (--json: every one but the ticks, unless --once), or its text line. */
+function emitter(o: WatchOptions): (e: WatchEvent) => void {
+  return (e: WatchEvent) => {
+    if (o.json) {
+      if (e.kind !== 'tick' || o.once)
+        say(JSON.stringify({ version: 1, at: new Date().toISOString(), event: e.kind, ...e, kind: 'watch-event' }));
+    } else {
+      const l = line(e);
+      if (l) say(l);
+    }
+  };
+}
+
+/**
+ * The Prometheus textfile written after a tick (the one it wrote last is its own to replace); a failure is said, and
+ * the next tick tries again.
+ */
+function writeTextfile(w: Watcher, o: WatchOptions, dir: string, prometheus: string): void {
+  try {
+    writeNewFile(prometheus, renderTextfile(w, o.interval), '--prometheus', {
+      force: o.force || wroteItLast(dir, prometheus),
+      fix: PROM_FIX,
+    });
+    recordOwnWrite(dir, prometheus);
+  } catch (err) {
+    note(`watch: textfile not written: ${(err as Error).message}`);
+  }
+}
+
+export async function run(names: string[], o: WatchOptions) {
+  refuseBadInputs(names, o);
   // the webhook from the environment (the unit's EnvironmentFile): a URL with a token stays out of argv
   if (!o.alertWebhook && process.env.SPARKCTL_ALERT_WEBHOOK)
     o.alertWebhook = parseServerUrl(process.env.SPARKCTL_ALERT_WEBHOOK, 'SPARKCTL_ALERT_WEBHOOK');
@@ -325,15 +359,7 @@ export async function run(names: string[], o: WatchOptions) {
       ]),
   );
   const ac = interrupts();
-  const emit = (e: WatchEvent) => {
-    if (o.json) {
-      if (e.kind !== 'tick' || o.once)
-        say(JSON.stringify({ version: 1, at: new Date().toISOString(), event: e.kind, ...e, kind: 'watch-event' }));
-    } else {
-      const l = line(e);
-      if (l) say(l);
-    }
-  };
+  const emit = emitter(o);
   const w = new Watcher({
     registry,
     names,
@@ -365,17 +391,7 @@ export async function run(names: string[], o: WatchOptions) {
         if (o.once) throw err;
         note(`watch: this tick failed (${(err as Error).message}); the next one tries again`);
       }
-      if (o.prometheus) {
-        try {
-          writeNewFile(o.prometheus, renderTextfile(w, o.interval), '--prometheus', {
-            force: o.force || wroteItLast(dir, o.prometheus),
-            fix: PROM_FIX,
-          });
-          recordOwnWrite(dir, o.prometheus);
-        } catch (err) {
-          note(`watch: textfile not written: ${(err as Error).message}`);
-        }
-      }
+      if (o.prometheus) writeTextfile(w, o, dir, o.prometheus);
       if (o.once) break;
       await pause(Math.max(0, o.interval - (Date.now() - t0)), ac.signal);
     }
