@@ -534,7 +534,7 @@ function sayDryRun(p: UpgradePlanRead): void {
 }
 
 /** The upgrade appended to the profile's record: both sides, what came of it, and who ran it. */
-function recordUpgrade(dir: string, p: UpgradePlanRead, replicas: Entry[], outcome: UpgradeOutcome): void {
+function recordInHistory(dir: string, p: UpgradePlanRead, replicas: Entry[], outcome: UpgradeOutcome): void {
   const { name, opts, cur, cand0, from, to } = p;
   appendUpgrade(dir, {
     at: new Date().toISOString(),
@@ -610,7 +610,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const first = pinsBefore ? undefined : await currentPin(cur, entries);
   const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to, canaryGpus);
   if (outcome.status === 'rolled') pinRolled(dir, name, cand, cand0, to, first, lock);
-  recordUpgrade(dir, read, replicas, outcome);
+  recordInHistory(dir, read, replicas, outcome);
   render(name, opts, outcome, from, to);
   const code = EXIT[outcome.status];
   if (code !== 0) throw new ExitWith(code);
