@@ -134,8 +134,8 @@ function replicasAsked(
 }
 
 /**
- * The stated rule for a host install that changed under the replicas: another vLLM is refused, other packages beside
- * the same vLLM are warned of.
+ * The stated rule for a host install that changed under the replicas: another vLLM (or none) is another server,
+ * refused (an upgrade compares it first); other packages beside the same vLLM are said, and restarted on.
  */
 function judgeVllmChange(
   name: string,
@@ -143,8 +143,6 @@ function judgeVllmChange(
   vllmChange: Relaunch['vllmChange'],
   vllmBin: string,
 ): void {
-  // the stated rule for a host install that changed under the replicas: another vLLM (or none) is another
-  // server, refused (an upgrade compares it first); other packages beside the same vLLM are said, and restarted on
   if (vllmChange && vllmChange.kind !== 'packages')
     throw new UsageError(
       `${name}: ${vllmChange.line} (${vllmBin}): a restart would start another server than the one running`,

@@ -573,7 +573,7 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
  * The candidate's image ID read on every node (the canary's too) where nothing here read it, or a rollback's previous
  * pin checked there: every node must hold the one ID the plan names.
  */
-async function candidateIdOnNodes(
+async function ensureCandidateIdOnNodes(
   cand: PlannedCluster,
   cand0: NodesCandidate,
   every: NodesFile[],
@@ -678,7 +678,7 @@ async function afterCopy(
   const { dir, name, l, file, nf, nodes, cur, canaryNf, cand0 } = r;
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
   const canary = canaryNf ? await canaryPlan(name, opts, l, canaryNf, cand0.sets) : undefined;
-  await candidateIdOnNodes(cand, cand0, canaryNf ? [nf, canaryNf] : [nf], name, file);
+  await ensureCandidateIdOnNodes(cand, cand0, canaryNf ? [nf, canaryNf] : [nf], name, file);
   const currentId = await currentImageId(rec0, opts, nf, cur);
   if (cand0.image && currentId === cand0.image.id && !opts.candidateSet.length && !opts.rollback) {
     sayUnchanged(name, opts, cand0, cur, currentId);
