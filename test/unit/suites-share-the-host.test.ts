@@ -54,7 +54,7 @@ function sharedStateFindings(text: string): string[] {
 
 // file: text on the line -> why it clears nothing shared
 const ALLOWED: Record<string, string> = {
-  "test/unit/registry.test.ts: containerId: 'abc; podman rm -af'":
+  "test/unit/engine-registry.test.ts: containerId: 'abc; podman rm -af'":
     'a hostile container ID the record reader must refuse: never run',
   "test/unit/record-cli-words.test.ts: ['a separate storage', ['--root'":
     'a row of podman options the record reader accepts: never run',
