@@ -27,6 +27,8 @@ export interface Capacity {
 }
 
 export class EngineDead extends Error {}
+/** vLLM's EngineDeadError text (vllm/v1/engine/exceptions.py). */
+const DEAD = 'EngineCore encountered an issue. See stack trace (above) for the root cause.';
 /** The client went away: vLLM aborts the request (frees its slot and KV blocks, queued or running). */
 class RequestAborted extends Error {
   constructor() {
@@ -85,6 +87,12 @@ export class Engine {
   warmBuckets = new Set<number>();
   generations = 0;
   dead = false;
+
+  /** A request to a dead engine fails before it is answered (vLLM checks engine_client.errored first): even a stream. */
+  assertAlive(): void {
+    if (this.dead) throw new EngineDead(DEAD);
+  }
+
   /**
    * Wedged (fault zombie-after:N): the engine core stops stepping while the API server stays up, as a
    * SIGSTOPped EngineCore or a hung collective does. Requests it held stay counted in /metrics, every
@@ -242,7 +250,7 @@ export class Engine {
     /** when the request reached the server (performance.now()); the time model counts from there */
     arrived?: number,
   ): Promise<{ completionTokens: number; ttftMs: number }> {
-    if (this.dead) throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
+    this.assertAlive();
     // Each request gets its own signal, aborted by the client's or by abortAll(). Not
     // AbortSignal.any([signal, stopAll]): on Node 20 every composite stays registered on the
     // long-lived stopAll signal, and at the throughput limit the garbage collector took 12 % of
@@ -269,7 +277,7 @@ export class Engine {
     const n = this.generations;
     if (this.faults.deadAfter !== undefined && n > this.faults.deadAfter) {
       this.dead = true;
-      throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
+      throw new EngineDead(DEAD);
     }
     // A wedged engine schedules nothing more: the request is never counted (the gauges are frozen).
     await this.frozen(signal);

@@ -207,6 +207,8 @@ export async function simServe(argv: string[]): Promise<void> {
   try {
     await simServeInner(argv);
   } catch (e) {
+    // A number flag given a word is read where it is used (num()): refused as vLLM's parser does, not a bug.
+    if (e instanceof ArgError) usageExit(e, currentEngine);
     // The simulator is its own program (it exits like vLLM does): never hang on a bug, never leave EngineCore.
     process.stderr.write(`sparkctl sim: internal error: ${(e as Error).stack ?? e}\n`);
     exitWith(70, currentEngine);
@@ -295,7 +297,6 @@ function ipcSockets(): void {
   }
 }
 
-/** argv -> the settings; a flag this vLLM would refuse exits 2 with vLLM's usage lines. */
 /**
  * The version played, the arguments and faults as vLLM's parser takes them; a bad one exits 2 as vLLM's argparse does.
  */
@@ -311,18 +312,30 @@ function parseOrExit(argv: string[]): {
   // 'auto' (a profile that lets the installed vLLM decide): the simulator is that vLLM, and plays the
   // version sparkctl renders for 'auto' (the newest table), so what was rendered is what it accepts.
   const version = asked === 'auto' ? targetVersion('auto') : asked;
-  try {
+  return orUsageExit(() => {
     const args = parseVllmArgs(argv, version);
     const faults = parseFaults(
       [process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','),
     );
     return { version, args, faults, prefillFromEnv: envRate('SPARKCTL_SIM_PREFILL_TPS') };
+  });
+}
+
+/** What reads the arguments, with a refusal (ArgError) ending the process as vLLM's argparse does. */
+function orUsageExit<T>(read: () => T): T {
+  try {
+    return read();
   } catch (e) {
     if (!(e instanceof ArgError)) throw e;
-    err('usage: vllm serve [model_tag] [options]');
-    err(`vllm serve: error: ${e.message}`);
-    process.exit(2);
+    usageExit(e);
   }
+}
+
+/** vLLM's argparse refusal: its usage line, the error, exit 2 (the engine process, if one started, killed). */
+function usageExit(e: ArgError, engineProc?: ChildProcess): never {
+  err('usage: vllm serve [model_tag] [options]');
+  err(`vllm serve: error: ${e.message}`);
+  exitWith(2, engineProc);
 }
 
 function readSetup(argv: string[]): SimSetup {

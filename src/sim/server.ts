@@ -657,6 +657,7 @@ export class SimServer {
    */
   private async streamed(r: Reply, body: Json, res: ServerResponse) {
     const { ans, promptTokens, rid, model } = r;
+    this.engine.assertAlive();
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',

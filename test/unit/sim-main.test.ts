@@ -147,10 +147,27 @@ describe('refused before anything starts: exit 2, the two lines of vLLM usage, n
       'SPARKCTL_SIM_PREFILL_TPS: "1e3x" is not a positive number (tokens per second)',
     ],
     ['no model', ['--port', '8000'], {}, 'the following arguments are required: model_tag'],
+    // a number flag given a word (read where it is used): refused, never an internal error (exit 70, a stack)
+    [
+      'a word for --max-model-len',
+      [MODEL, '--max-model-len', 'abc'],
+      {},
+      "argument --max-model-len: invalid value: 'abc'",
+    ],
   ])('%s', async (_what, argv, env, message) => {
     const s = sim(argv, env);
     expect(await s.ended).toEqual({ code: 2, signal: null });
     expect([s.out(), s.err()]).toEqual(['', `${USAGE}vllm serve: error: ${message}\n`]);
+    expect(processesMarked(s.marker)).toEqual([]);
+  });
+});
+
+describe('a number flag read after the first lines (the simulator reads some where it uses them)', () => {
+  it("a word for --nnodes: exit 2 with vLLM's usage lines after the banner, never an internal error", async () => {
+    const s = sim([MODEL, '--nnodes', 'two'], {});
+    expect(await s.ended).toEqual({ code: 2, signal: null });
+    expect(s.err()).toBe(`${USAGE}vllm serve: error: argument --nnodes: invalid value: 'two'\n`);
+    expect(s.out()).not.toContain('internal error');
     expect(processesMarked(s.marker)).toEqual([]);
   });
 });

@@ -883,6 +883,16 @@ describe('a dead engine', () => {
     );
     expect((await call(url, 'GET', '/health')).status).toBe(503);
   });
+
+  it('a stream to an engine already dead: 500 before any header, as vLLM checks engine_client.errored first', async () => {
+    const { url } = await serve({}, { faults: { deadAfter: 0 } });
+    await post(url, '/v1/completions', { prompt: 'x', max_tokens: 1 }); // the engine dies here
+    const why = 'EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.';
+    const c = await post(url, '/v1/chat/completions', { messages: HI, max_tokens: 4, stream: true });
+    expect([c.status, c.json]).toEqual([500, openai(500, 'InternalServerError', why)]);
+    const m = await post(url, '/v1/messages', { messages: HI, max_tokens: 4, stream: true });
+    expect([m.status, m.json]).toEqual([500, anthropic('api_error', why)]);
+  });
 });
 
 describe('/tokenize and count_tokens agree with what usage reports', () => {
