@@ -87,7 +87,9 @@ export function readVllm(text: string): VllmReading {
   for (const l of e.byName.get('vllm:request_success_total') ?? []) {
     if (!Number.isFinite(l.value) || l.value < 0) continue;
     const r = (l.labels.finished_reason ?? 'unknown').replace(/[^a-z_]/gi, '').slice(0, 20) || 'unknown';
-    (finished ??= {})[r] = (finished[r] ?? 0) + l.value;
+    // a label is the server's text: kept on an object with no prototype ("constructor" is a reason like any other)
+    finished ??= Object.create(null) as Record<string, number>;
+    finished[r] = (finished[r] ?? 0) + l.value;
   }
   return {
     counters: {

@@ -8,6 +8,7 @@ import { phaseOf, classifyStall } from './classify.js';
 import { waitReady, type ReadyResult } from '../client/ready.js';
 import type { Launched } from './runtime/child.js';
 import type { StartClock } from './phases.js';
+import { own } from '../util/own.js';
 
 /**
  * How long a log must be quiet at a known hang line before the wait names it. vLLM logs every few
@@ -70,7 +71,8 @@ export function watchReady(v: LaunchView, opts: WatchOptions): Promise<ReadyResu
     if (quiet < Math.min(LEAST_HANG_QUIET_MS, opts.stallMs)) return undefined;
     if (judged?.at !== at) judged = { at, h: classifyStall(v.text()) };
     const h = judged.h;
-    if (!h?.stall || quiet < Math.min(HANG_QUIET_MS[h.id] ?? DEFAULT_HANG_QUIET_MS, opts.stallMs)) return undefined;
+    if (!h?.stall || quiet < Math.min(own(HANG_QUIET_MS, h.id) ?? DEFAULT_HANG_QUIET_MS, opts.stallMs))
+      return undefined;
     return `no log output for ${Math.round(quiet / 1000)} s, stopped at a known hang: ${h.cause}`;
   };
   const read = async (now?: boolean) => {

@@ -5,6 +5,7 @@
 // `--version` and `serve --dry-run` never load it, and a preflight that selects no check reading it
 // never pays for it. `collect` records these readings into the bundle; a replay answers from there.
 export const SYSINFO_PARTS = ['cpu', 'mem', 'os', 'disks', 'net'] as const;
+import { own } from '../util/own.js';
 export type SysinfoPart = (typeof SYSINFO_PARTS)[number];
 
 interface SysCpu {
@@ -176,11 +177,11 @@ export function procCpu(cpuinfo: string, maxKHz?: number): SysCpu {
   );
   const vendor = first.vendor_id;
   const manufacturer = vendor
-    ? (MANUFACTURER[vendor] ?? vendor)
+    ? (own(MANUFACTURER, vendor) ?? vendor)
     : first['CPU implementer']
-      ? ARM_IMPLEMENTER[first['CPU implementer'].toLowerCase()]
+      ? own(ARM_IMPLEMENTER, first['CPU implementer'].toLowerCase())
       : undefined;
-  const model = first['model name'] ?? (first['CPU part'] ? ARM_PART[first['CPU part'].toLowerCase()] : undefined);
+  const model = first['model name'] ?? (first['CPU part'] ? own(ARM_PART, first['CPU part'].toLowerCase()) : undefined);
   const ghz = model ? /@\s*([\d.]+)\s*GHz/i.exec(model)?.[1] : undefined;
   // as systeminformation names it: "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz" -> "Xeon® Platinum 8480+"
   let brand = model

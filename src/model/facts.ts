@@ -14,6 +14,7 @@ import {
   type ModuleRole,
 } from './modules.js';
 import { readQuantScheme, onlineScheme, resolvedMethod, type QuantScheme } from './quant.js';
+import { own } from '../util/own.js';
 
 type AttentionKind = 'mha' | 'gqa' | 'mla';
 
@@ -145,7 +146,7 @@ function need(c: Json, field: string, ...alts: string[]): number {
   for (const k of [field, ...alts]) {
     const v = posInt(c[k]);
     if (v === undefined) continue;
-    const max = LIMITS[field] ?? 1e9;
+    const max = own(LIMITS, field) ?? 1e9;
     if (v > max) throw new ModelConfigError(field, `${field}: ${v} is beyond any model (at most ${max})`);
     return v;
   }
@@ -428,7 +429,7 @@ export function parseModelConfig(
   const quant = checkpointQuant(raw, c, files?.hfQuantConfig);
   const qc = quant.config;
   const quantization = quant.method;
-  const dtypeBytes = DTYPE_BYTES[dtype ?? 'bfloat16'] ?? 2;
+  const dtypeBytes = own(DTYPE_BYTES, dtype ?? 'bfloat16') ?? 2;
   const experts = textExperts(c);
   const text = textModules(c, {
     layers,

@@ -4,6 +4,7 @@
 // for marked strings outside of string literals and revived as numbers. Pure.
 
 const MARK = '\u0000py-json:';
+import { own } from '../util/own.js';
 const TOKENS: Record<string, number> = {
   NaN: Number.NaN,
   Infinity: Number.POSITIVE_INFINITY,
@@ -13,7 +14,7 @@ const TOKENS: Record<string, number> = {
 /** JSON.parse that also accepts NaN, Infinity and -Infinity as values, the way Python's json.loads does. */
 export function parsePythonJson(text: string): unknown {
   return JSON.parse(markNonFinite(text), (_k, v) =>
-    typeof v === 'string' && v.startsWith(MARK) ? TOKENS[v.slice(MARK.length)] : v,
+    typeof v === 'string' && v.startsWith(MARK) ? own(TOKENS, v.slice(MARK.length)) : v,
   );
 }
 

@@ -6,6 +6,7 @@
 // never a confident wrong number. Pure.
 
 type Json = Record<string, unknown>;
+import { own } from '../util/own.js';
 
 /** One decoder layer's cache, before TP and dtype. */
 export type LayerCache =
@@ -117,11 +118,10 @@ function nemotronH(c: Json, n: number): Layout | NotModelled {
   let field: string;
   if (typeof pattern === 'string' && pattern.length) {
     field = 'hybrid_override_pattern';
-    kinds = [...pattern].map((ch) => ({ M: 'mamba', '*': 'attention', '-': 'mlp', E: 'moe' })[ch] ?? `?${ch}`);
+    kinds = [...pattern].map((ch) => own(PATTERN_KINDS, ch) ?? `?${ch}`);
   } else if (Array.isArray(blocks) && blocks.length && blocks.every((b) => typeof b === 'string')) {
     field = 'layers_block_type';
-    // transformers 5 writes the Mamba layers as linear_attention and the attention layers as full_attention
-    kinds = (blocks as string[]).map((b) => ({ linear_attention: 'mamba', full_attention: 'attention' })[b] ?? b);
+    kinds = (blocks as string[]).map((b) => own(BLOCK_KINDS_V5, b) ?? b);
   } else
     return {
       notModelled: 'hybrid_override_pattern',
@@ -207,6 +207,10 @@ function mla(c: Json, n: number): Layout {
   };
 }
 
+/** hybrid_override_pattern's letters (NemotronHConfig): M Mamba, * attention, - MLP, E MoE. */
+const PATTERN_KINDS: Record<string, string> = { M: 'mamba', '*': 'attention', '-': 'mlp', E: 'moe' };
+/** transformers 5 writes the Mamba layers as linear_attention and the attention layers as full_attention. */
+const BLOCK_KINDS_V5: Record<string, string> = { linear_attention: 'mamba', full_attention: 'attention' };
 const GDN_FAMILIES: Record<string, Layout['family']> = {
   qwen3_next: 'qwen3_next',
   qwen3_5_text: 'qwen3_5',
@@ -521,7 +525,7 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
       return mimoV2(c);
     }
     if (c.kv_lora_rank !== undefined && c.kv_lora_rank !== null) return mla(c, n);
-    const family = GDN_FAMILIES[type];
+    const family = own(GDN_FAMILIES, type);
     if (family) return gatedDeltaNet(c, n, family);
     if (type === 'gemma4_text' || type === 'gemma4') return gemma4(c, n);
     if (c.attention_chunk_size !== undefined && c.attention_chunk_size !== null) {

@@ -3,6 +3,7 @@
 // (vllm/model_executor/layers/quantization/, upstream 2026-08-14, the 0.28 table's commit 6adad08). A scheme
 // this file does not follow is "not modelled: quantization_config.FIELD", never priced as bf16. Pure.
 import { moduleParams, type WeightModule } from './modules.js';
+import { own } from '../util/own.js';
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -527,7 +528,7 @@ export function flagAgrees(flag: string, ckpt: string): boolean {
     modelopt_mixed: ['modelopt_mixed'],
     modelopt_mxfp8: ['modelopt_mxfp8', 'mxfp8'],
   };
-  return f === ckpt || (fam[ckpt]?.includes(f) ?? false);
+  return f === ckpt || (own(fam, ckpt)?.includes(f) ?? false);
 }
 
 /**

@@ -6,6 +6,7 @@
 
 /** The format's own cap on a header (safetensors refuses larger ones: MAX_HEADER_SIZE, 100 MB). */
 const MAX_HEADER_BYTES = 100_000_000;
+import { own } from '../util/own.js';
 
 /** Bytes of one element per safetensors dtype (the format's list; F8/F4 variants are 1 byte or less). */
 const SAFETENSORS_DTYPE_BITS: Record<string, number> = {
@@ -99,7 +100,7 @@ export function parseSafetensorsHeader(bytes: Uint8Array): SafetensorsHeader {
       throw new SafetensorsError(
         `tensor ${JSON.stringify(name.slice(0, 80))}: shape ${JSON.stringify(v.shape).slice(0, 60)} is not a list of sizes`,
       );
-    const bits = SAFETENSORS_DTYPE_BITS[v.dtype];
+    const bits = own(SAFETENSORS_DTYPE_BITS, v.dtype);
     const elements = (v.shape as number[]).reduce((a, b) => a * b, 1);
     // the data must be the shape's size for a known dtype (the format checks the same)
     if (bits !== undefined && Math.ceil((elements * bits) / 8) !== end - begin)

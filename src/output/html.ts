@@ -3,6 +3,7 @@
 // `bench --html` and the cost/report pages.
 import { createRequire } from 'node:module';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
+import { own } from '../util/own.js';
 
 interface Series {
   label: string;
@@ -31,8 +32,8 @@ export interface Page {
   sections: Section[];
 }
 
-const esc = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => own(ENTITIES, c)!);
 /** JSON inside <script>: nothing in the data can close the tag or open a comment. */
 const scriptJson = (v: unknown) =>
   JSON.stringify(v)

@@ -24,6 +24,7 @@ export { gpuEccFindings, gpuThrottleFindings, describeXid };
 import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
 import { commandLine } from '../output/format.js';
 import type { PortRole } from '../profiles/router.js';
+import { own } from '../util/own.js';
 
 export interface Ctx {
   facts: Facts;
@@ -1015,7 +1016,7 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
  * load).
  */
 export const CHECKS: Check[] = CATALOG.map((m) => {
-  const run = RUNS[m.id];
+  const run = own(RUNS, m.id);
   if (!run) throw new Error(`check ${m.id} has no run`);
   return { ...m, run };
 });

@@ -8,6 +8,7 @@
 // Pure.
 import type { LayerCache, Layout } from '../model/layout.js';
 import { compareVersions } from './versions.js';
+import { own } from '../util/own.js';
 
 const cdiv = (a: number, b: number) => Math.ceil(a / b);
 
@@ -153,7 +154,7 @@ export class KvNotModelled extends Error {
 }
 
 const dtypeBytes = (d: string, field: string) => {
-  const b = DTYPE_BYTES[d];
+  const b = own(DTYPE_BYTES, d);
   if (b === undefined)
     throw new KvNotModelled(field, `${field} ${JSON.stringify(d)}: a dtype this planner does not model`);
   return b;

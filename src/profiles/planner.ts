@@ -10,6 +10,7 @@ import { parseVersion } from './versions.js';
 import { FACT_VERSIONS } from './vllm-fact-versions.js';
 import { memorySettings, isMtpMethod, isFreeMethod, type SpecSetting } from './serve-args.js';
 import { flagAgrees, onlineScheme, NOMINAL_BYTES } from '../model/quant.js';
+import { own } from '../util/own.js';
 
 /** Memory vLLM needs beyond weights and KV cache: activations, CUDA graphs, NCCL buffers, allocator slack. */
 function reserveBytes(p: Profile): number {
@@ -364,7 +365,7 @@ function weightsFigure(profile: Profile, m: ModelFacts, spec?: SpecSetting): Wei
       };
   } else if (q && fromProfile) {
     // nothing but a parameter count: the scheme's nominal width, said to be an estimate
-    const per = NOMINAL_BYTES[q];
+    const per = own(NOMINAL_BYTES, q);
     if (per === undefined)
       return {
         bytes: 0,

@@ -3,6 +3,7 @@
 // flags), which are rendered after the profile's and so win, as argparse's last value does. The plan reads the
 // result, so `--quantization mxfp4` in extraArgs prices the same as engine.quantization: mxfp4. Pure.
 import type { Profile } from './schema.js';
+import { own } from '../util/own.js';
 
 /**
  * A speculative decoding setting, as vLLM's SpeculativeConfig reads it (--speculative-config JSON, or
@@ -138,7 +139,7 @@ export function memorySettings(p: Profile): MemorySettings {
       specFlags[flag] = { at, v: value === true ? '' : value };
       continue;
     }
-    const fold = FOLDS[flag];
+    const fold = own(FOLDS, flag);
     if (!fold) continue;
     const bad = fold.apply(profile, value);
     if (bad && !out.unreadable)

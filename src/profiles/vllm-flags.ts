@@ -9,6 +9,7 @@ import { VLLM_FACTS, type VllmFactsTable } from './vllm-facts.js';
 import { compareVersions } from './versions.js';
 import { FACT_VERSIONS } from './vllm-fact-versions.js';
 import { tableAtOrBelow } from './fact-table.js';
+import { own } from '../util/own.js';
 
 export { FACT_VERSIONS, tableAtOrBelow };
 
@@ -117,10 +118,10 @@ function optionsOf(version: string): string[] {
 /** Does this vLLM version accept the long option? */
 export function optionStatus(version: string, flag: string): Status {
   const gte = (v: string) => compareVersions(version, v) >= 0;
-  if (ADDED[flag]) {
-    if (!gte(ADDED[flag]!)) return 'no';
-  }
-  if (REMOVED[flag] && gte(REMOVED[flag]!)) return 'no';
+  const added = own(ADDED, flag);
+  if (added && !gte(added)) return 'no';
+  const removed = own(REMOVED, flag);
+  if (removed && gte(removed)) return 'no';
   const { exact, floor, ceil } = tablesFor(version);
   let s: Status;
   if (exact) s = exact.uncertain.includes(flag) ? 'maybe' : has(exact, flag) ? 'yes' : 'no';
@@ -132,7 +133,7 @@ export function optionStatus(version: string, flag: string): Status {
     const t = (floor ?? ceil)!;
     s = has(t, flag) ? 'yes' : 'unknown';
   }
-  if (ADDED[flag] && s !== 'no') return 'yes';
+  if (added && s !== 'no') return 'yes';
   return s;
 }
 
@@ -166,7 +167,7 @@ function allowed(t: VllmFactsTable, flag: string): { values: string[]; uncertain
 
 /** Is this value accepted for the option at this version? 'yes' when vLLM does not restrict it. */
 export function valueStatus(version: string, flag: string, value: string): Status {
-  const dated = VALUE_ADDED[`${flag} ${value}`];
+  const dated = own(VALUE_ADDED, `${flag} ${value}`);
   if (dated && compareVersions(version, dated) < 0) return 'no';
   const { exact, floor, ceil } = tablesFor(version);
   const judge = (t: VllmFactsTable): Status | undefined => {
@@ -207,7 +208,7 @@ function allowedValues(version: string, flag: string): string[] {
 
 /** The first table version that has the option (for "first seen in"). */
 function firstVersionWith(flag: string): string | undefined {
-  return ADDED[flag] ?? VLLM_FACTS.find((t) => has(t, flag))?.version;
+  return own(ADDED, flag) ?? VLLM_FACTS.find((t) => has(t, flag))?.version;
 }
 
 export interface FlagProblem {
@@ -284,14 +285,14 @@ export function resolveOption(
       };
     }
     if (!t?.short.includes(spelled)) return {};
-    return { flag: SHORT[spelled] ?? spelled, alias: true };
+    return { flag: own(SHORT, spelled) ?? spelled, alias: true };
   }
   const name = spelled.replace(/_/g, '-');
   const all = optionsOf(version);
   if (all.includes(name)) return { flag: name };
   const { exact, floor } = tablesFor(version);
-  const own = (exact ?? floor ?? VLLM_FACTS[0]!).options.split(' ').map((o) => o.replace(/=$/, ''));
-  const cands = own.filter((o) => o.startsWith(name));
+  const options = (exact ?? floor ?? VLLM_FACTS[0]!).options.split(' ').map((o) => o.replace(/=$/, ''));
+  const cands = options.filter((o) => o.startsWith(name));
   if (cands.length === 1) return { flag: cands[0] };
   if (cands.length > 1) return { ambiguous: cands };
   return { flag: name };
@@ -315,7 +316,7 @@ function acceptance(out: FlagProblem[], version: string, flag: string, at: strin
       flag,
       message: `${flag} is not accepted by ${at}`,
       fix:
-        INSTEAD[flag] ??
+        own(INSTEAD, flag) ??
         (first
           ? `remove it, or set engine.vllmVersion to ${first} or later if that is what is installed`
           : 'remove it from engine.extraArgs (no vLLM version in the tables has it)'),
@@ -327,7 +328,7 @@ function acceptance(out: FlagProblem[], version: string, flag: string, at: strin
       severity: 'warning',
       flag,
       message: `${flag} may not be accepted by ${at} (it changed around that release)`,
-      fix: INSTEAD[flag] ?? 'check `vllm serve --help` of the installed vLLM',
+      fix: own(INSTEAD, flag) ?? 'check `vllm serve --help` of the installed vLLM',
     });
   if (st === 'unknown')
     out.push({
@@ -341,7 +342,7 @@ function acceptance(out: FlagProblem[], version: string, flag: string, at: strin
       severity: 'warning',
       flag,
       message: `${flag} is deprecated in ${at}`,
-      fix: INSTEAD[flag] ?? 'drop it before the next vLLM upgrade',
+      fix: own(INSTEAD, flag) ?? 'drop it before the next vLLM upgrade',
     });
   return true;
 }
@@ -455,8 +456,10 @@ export function metricsOf(version: string): Record<string, [string, string[], ..
  * optionStatus there is no "maybe": a table lists what its source had.
  */
 export function acceptedBy(version: string, flag: string): boolean {
-  if (ADDED[flag]) return compareVersions(version, ADDED[flag]!) >= 0;
-  if (REMOVED[flag] && compareVersions(version, REMOVED[flag]!) >= 0) return false;
+  const added = own(ADDED, flag);
+  if (added) return compareVersions(version, added) >= 0;
+  const removed = own(REMOVED, flag);
+  if (removed && compareVersions(version, removed) >= 0) return false;
   const { exact, floor, ceil } = tablesFor(version);
   return has((exact ?? floor ?? ceil)!, flag);
 }
@@ -498,5 +501,5 @@ const versionedAdded = new Map<string, string[]>();
 export function shortAliasesOf(version: string): Map<string, string> {
   const { exact, floor, ceil } = tablesFor(version);
   const t = (exact ?? floor ?? ceil)!;
-  return new Map(t.short.map((s) => [s, SHORT[s] ?? s]));
+  return new Map(t.short.map((s) => [s, own(SHORT, s) ?? s]));
 }

@@ -4,6 +4,7 @@
 // FlexibleArgumentParser), unambiguous prefixes (argparse), short aliases (-tp, -pp, -O3), value
 // choices; and rejects the rest with vLLM's own words ("unrecognized arguments", "invalid choice").
 import { acceptedBy, optionsAcceptedBy, shortAliasesOf, takesValue, valuesAcceptedBy } from '../profiles/vllm-flags.js';
+import { own } from '../util/own.js';
 
 type Kind = 'value' | 'bool';
 
@@ -66,8 +67,8 @@ export function parseVllmArgs(argv: string[], vllmVersion: string): SimArgs {
     let inline = eq > 0 ? raw.slice(eq + 1) : undefined;
     let name: string | undefined;
     let kind: Kind | undefined;
-    if (spelled in SIM_FLAGS) {
-      sim.set(spelled, SIM_FLAGS[spelled] === 'value' ? takeValue() : true);
+    if (Object.hasOwn(SIM_FLAGS, spelled)) {
+      sim.set(spelled, own(SIM_FLAGS, spelled) === 'value' ? takeValue() : true);
       continue;
     }
     if (!spelled.startsWith('--')) {

@@ -9,6 +9,7 @@ import { CAPTURED_HELP } from './help-capture.js';
 import { parseHelpAll, nameOf, type HelpEntry } from '../profiles/vllm-help.js';
 import { acceptedBy, optionsAcceptedBy, isDeprecated } from '../profiles/vllm-flags.js';
 import { compareVersions } from '../profiles/versions.js';
+import { own } from '../util/own.js';
 
 /**
  * Defaults that differ from the capture's, by the range of versions they hold for ([from, below)),
@@ -117,7 +118,7 @@ function missing(version: string, captured: Set<string>): string[] {
   for (const o of have.sort()) {
     if (o.startsWith('--no-') && set.has(`--${o.slice(5)}`)) continue; // listed with its positive form
     const names = set.has(`--no-${o.slice(2)}`) ? [o, `--no-${o.slice(2)}`] : [o];
-    const known = KNOWN_HELP[o];
+    const known = own(KNOWN_HELP, o);
     const help = known
       ? `${known.help}${known.default !== undefined ? ` (default: ${known.default})` : ''}`
       : `${isDeprecated(version, o) ? '[DEPRECATED] ' : ''}(sparkctl sim: vLLM ${version} has this option; its help and default are not in the capture the simulator answers from)`;

@@ -5,6 +5,7 @@ import { mkdirSync, statSync, lstatSync, accessSync, realpathSync, chmodSync, co
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { checkParentLinks, trustedLink, fsError } from './atomic.js';
+import { own } from './own.js';
 /** The reason an fs error code gives, in words. */
 export const WHY: Record<string, string> = {
   EACCES: 'permission denied',
@@ -27,7 +28,7 @@ export const WHY: Record<string, string> = {
 export function fsProblem(e: unknown, what: string, path: string, fix: string): unknown {
   const code = (e as NodeJS.ErrnoException)?.code;
   if (!code || !/^E[A-Z]+$/.test(code)) return e;
-  return new UsageError(`${what} ${path}: ${WHY[code] ?? (e as Error).message} (${code})`, [fix]);
+  return new UsageError(`${what} ${path}: ${own(WHY, code) ?? (e as Error).message} (${code})`, [fix]);
 }
 
 /** mkdir -p, one level at a time (Node's recursive mkdir spins on some pseudo file systems, e.g. under /proc). */

@@ -7,6 +7,7 @@
 // (registry `corrupt`), never run.
 import { z } from 'zod';
 import { CONTROL_CLASS, shownEscaped } from '../../util/control.js';
+import { own } from '../../util/own.js';
 
 /** The container CLIs sparkctl writes into a record (engine/runtime/container.ts ContainerCli). */
 export const CONTAINER_CLIS = ['docker', 'podman'] as const;
@@ -61,7 +62,7 @@ export function cliArgsProblem(args: unknown): string | undefined {
     if (typeof a !== 'string') return `option ${i} ${shownValue(a)} is not a string; ${fix}`;
     const eq = a.indexOf('=');
     const name = eq > 0 ? a.slice(0, eq) : a;
-    const rule = GLOBAL_OPTIONS[name];
+    const rule = own(GLOBAL_OPTIONS, name);
     if (!rule) return `${shownValue(a)} is not a global option sparkctl writes; ${fix}`;
     const value: unknown = eq > 0 ? a.slice(eq + 1) : args[++i];
     if (typeof value !== 'string' || !rule.test(value))

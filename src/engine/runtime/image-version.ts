@@ -11,6 +11,7 @@ import { withCliArgs, type ContainerCli } from './container.js';
 import { cliRunAsync, failureLine, type CliResult } from './ops.js';
 import { isPep440 } from '../../profiles/versions.js';
 import { asciiLine } from '../../util/control.js';
+import { own } from '../../util/own.js';
 
 /** The label NVIDIA's vLLM images carry. */
 const VLLM_VERSION_LABEL = 'com.nvidia.vllm.version';
@@ -56,7 +57,7 @@ export function versionFromRef(
   const v = VLLM_OPENAI_TAG.exec(ref)?.[1];
   if (v) return { version: v, from: 'tag' };
   const rel = NGC_TAG.exec(ref)?.[1];
-  const known = rel ? NGC_VLLM_RELEASES[rel] : undefined;
+  const known = rel ? own(NGC_VLLM_RELEASES, rel) : undefined;
   return known ? { version: known, from: 'release-notes', release: rel } : undefined;
 }
 

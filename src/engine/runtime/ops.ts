@@ -22,6 +22,7 @@ import {
 import { readTextSync, READ_LIMITS } from '../../util/read.js';
 import { cliArgsProblem, cliWordProblem } from './cli-words.js';
 import { pollUntil } from '../../util/poll.js';
+import { own } from '../../util/own.js';
 
 /** What a registry entry keeps about its container. */
 export interface ContainerRecord {
@@ -81,7 +82,7 @@ export function cliRun(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutM
     maxBuffer: CLI_MAX_BYTES,
   });
   const err = r.error as NodeJS.ErrnoException | undefined;
-  const kind = err?.code ? SPAWN_ERRORS[err.code] : undefined;
+  const kind = err?.code ? own(SPAWN_ERRORS, err.code) : undefined;
   return {
     code: r.status,
     stdout: r.stdout ?? '',

@@ -15,6 +15,7 @@ import {
   livenessTimeoutS,
   type LivenessConfig,
 } from './liveness.js';
+import { own } from '../../util/own.js';
 
 /** The [Container] keys rendered here and the podman release whose quadlet first reads each. */
 const QUADLET_KEY_SINCE: Record<string, string> = {
@@ -189,11 +190,13 @@ export function renderQuadlet(x: QuadletInput): QuadletUnit {
   const name = `systemd-${x.unit}`;
   const lines = containerLines(x, name);
   const keys = [...new Set(lines.map(([k]) => k))];
-  const minPodman = maxVersion(keys.map((k) => QUADLET_KEY_SINCE[k] ?? '99.0'));
+  const minPodman = maxVersion(keys.map((k) => own(QUADLET_KEY_SINCE, k) ?? '99.0'));
   // the health keys said once, as Health*=
   const since = [
-    ...new Set(keys.filter((k) => QUADLET_KEY_SINCE[k] !== '4.4').map((k) => (k.startsWith('Health') ? 'Health*' : k))),
-  ].map((k) => `${k}= ${QUADLET_KEY_SINCE[k === 'Health*' ? 'HealthCmd' : k]}`);
+    ...new Set(
+      keys.filter((k) => own(QUADLET_KEY_SINCE, k) !== '4.4').map((k) => (k.startsWith('Health') ? 'Health*' : k)),
+    ),
+  ].map((k) => `${k}= ${own(QUADLET_KEY_SINCE, k === 'Health*' ? 'HealthCmd' : k)}`);
   const text = `# Needs podman >= ${minPodman} (Quadlet came in 4.4${since.length ? `; ${since.join(', ')}` : ''}).
 # Install: save as /etc/containers/systemd/${x.unit}.container, then
 #   systemctl daemon-reload && systemctl start ${x.unit}

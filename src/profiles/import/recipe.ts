@@ -17,6 +17,7 @@ import { isSecretName } from '../../util/redact.js';
 import { isModelId, PROFILE_NAME_MAX } from '../schema.js';
 import { checkArgv, resolveOption, takesValue, formatFlagProblem } from '../vllm-flags.js';
 import { renderCommand, templateValue } from './command.js';
+import { own } from '../../util/own.js';
 
 interface MappedKey {
   /** where in the recipe: `defaults.port`, `command --max-model-len`, `container` */
@@ -593,12 +594,12 @@ function gated(c: Ctx, name: string, key: string, shown: string, why: string): b
 
 /** The --allow name and the reason, where an option runs code or moves trust. */
 function trustOfOption(c: Ctx, o: Option): { name: string; why: string } | undefined {
-  const review = REVIEW_FLAGS[o.flag];
+  const review = own(REVIEW_FLAGS, o.flag);
   if (review) return { name: o.flag, why: review };
-  const t = TRUST_FLAGS[o.flag];
+  const t = own(TRUST_FLAGS, o.flag);
   // one key of a JSON option is judged as the JSON it stands for (--speculative-config.model X loads X)
   const why = typeof t === 'function' ? t(o.dotted?.json ?? o.value, c) : t;
-  return why ? { name: TRUST_KEY_NAMES[o.flag] ?? o.flag, why } : undefined;
+  return why ? { name: own(TRUST_KEY_NAMES, o.flag) ?? o.flag, why } : undefined;
 }
 
 /** An option a recipe never sets (what sparkctl renders per node): reported. */
@@ -722,7 +723,7 @@ function commandFromDefaults(defaults: Record<string, unknown>, out: RecipeImpor
   const words: string[] = [];
   const at: string[] = [];
   for (const [k, v] of Object.entries(defaults)) {
-    const flag = DEFAULT_FLAGS[k];
+    const flag = own(DEFAULT_FLAGS, k);
     const key = `defaults.${k}`;
     if (!flag) {
       out.unmapped.push({
@@ -963,7 +964,7 @@ function mapRevision(c: Ctx, take: Take): void {
 function reportOtherKeys(c: Ctx, raw: Record<string, unknown>, seen: Set<string>): void {
   for (const [k, v] of Object.entries(raw)) {
     if (seen.has(k)) continue;
-    const known = NOT_A_PROFILE[k];
+    const known = own(NOT_A_PROFILE, k);
     // an empty list or block (eugr's `mods: []`) asks for nothing: said so, not reported as lost
     if (known && (v === null || (Array.isArray(v) && v.length === 0) || (isMap(v) && Object.keys(v).length === 0)))
       c.out.mapped.push({ key: k, value: preview(v), field: '(empty: nothing to carry)' });

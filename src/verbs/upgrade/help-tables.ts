@@ -6,6 +6,7 @@ import { flagChanges, renderedOptions, type FlagsRead } from '../../upgrade/flag
 import { readHelp, type HelpSide } from '../../upgrade/help-read.js';
 import { vllmArgsOfRendered } from '../../upgrade/diff.js';
 import type { Profile } from '../../profiles/schema.js';
+import { own } from '../../util/own.js';
 
 /**
  * The profile field that renders a vLLM option (profiles/render.ts), for a rename's fix; engine.extraArgs where the
@@ -39,7 +40,7 @@ const FIELD_OF: Record<string, string> = {
 };
 export function fieldOfFlag(p: Pick<Profile, 'engine'>, flag: string): string | undefined {
   if ((p.engine.extraArgs ?? []).some((a) => a === flag || a.startsWith(`${flag}=`))) return 'engine.extraArgs';
-  return FIELD_OF[flag];
+  return own(FIELD_OF, flag);
 }
 
 /**
