@@ -97,6 +97,7 @@ export function servedInstances(stateDir: string): ServedInstance[] {
       apiKeyEnv: inst.apiKeyEnv,
       maxModelLen: inst.maxModelLen,
       launch: inst.launch,
+      uds: inst.uds,
     }));
   for (const c of overNodes(servers)) {
     try {

@@ -11,6 +11,7 @@ import { UsageError } from '../errors.js';
 import { RouterBlock } from '../profiles/schema.js';
 import type { Balance } from '../profiles/haproxy.js';
 import { unifiedSleepRefusal } from '../engine/sleep.js';
+import { own } from '../util/own.js';
 
 /** One model's settings under gateway.models (keyed by profile name). */
 const ModelSettings = z.strictObject({
@@ -204,6 +205,8 @@ export interface ServedInstance {
   maxModelLen?: number;
   /** where and with which vLLM it was served (a GB10 without the fix has no sleep: engine/sleep.ts) */
   launch?: { platform?: string; vllm?: { resolved?: string } };
+  /** a replica behind a router on vLLM's --uds: the Unix socket it listens on (its port is not listened on) */
+  uds?: string;
 }
 
 export interface GatewayPlan {
@@ -262,10 +265,6 @@ const nameHash = (profile: string) => createHash('sha256').update(profile).diges
 const backendOf = (profile: string) => `m_${profile.replace(/[^A-Za-z0-9_]/g, '_')}_${nameHash(profile)}`;
 const loopback = (h: string) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h);
 
-/**
- * The models of the running instances: one per profile (its replicas its servers; a router of it left out: the gateway
- * balances the replicas itself). Pure.
- */
 /** A server's --max-num-seqs from its argv (both spellings), else undefined. */
 export function maxNumSeqs(argv: string[]): number | undefined {
   for (let i = 0; i < argv.length; i++) {
@@ -290,12 +289,19 @@ export function admissionOf(argvs: string[][], own: ModelSettings | undefined): 
   return { perServer, queue: own?.queue ?? perServer * argvs.length };
 }
 
+/**
+ * The models of the running instances: one per profile, its replicas its servers (a router of it left out: the
+ * gateway balances the replicas itself), except replicas on Unix sockets behind their router (vLLM's --uds: their
+ * ports are not listened on), which the gateway reaches through that router. Pure.
+ */
 export function modelsOf(
   instances: ServedInstance[],
   settings: Record<string, ModelSettings> = {},
 ): { models: GatewayModel[]; skipped: string[] } {
   const byProfile = new Map<string, ServedInstance[]>();
+  const routers = new Map<string, ServedInstance>();
   for (const i of instances) {
+    if (i.role === 'router') routers.set(i.profile, i);
     if (i.role === 'router' || i.role === 'gateway') continue;
     byProfile.set(i.profile, [...(byProfile.get(i.profile) ?? []), i]);
   }
@@ -304,6 +310,11 @@ export function modelsOf(
   const seen = new Map<string, string>();
   for (const [profile, list] of [...byProfile].sort(([a], [b]) => a.localeCompare(b))) {
     const name = list[0]!.servedName;
+    const router = routers.get(profile);
+    if (list.some((i) => i.uds) && !router) {
+      skipped.push(`${profile}: its replicas listen on Unix sockets behind a router that is not running`);
+      continue;
+    }
     if (!SAFE_NAME.test(name)) {
       skipped.push(`${profile}: served name ${JSON.stringify(name)} has characters a route cannot hold`);
       continue;
@@ -315,24 +326,28 @@ export function modelsOf(
     }
     seen.set(name, profile);
     const sorted = [...list].sort((a, b) => a.port - b.port);
+    const viaRouter = list.some((i) => i.uds) ? router : undefined;
+    const admission = admissionOf(
+      sorted.map((i) => i.argv),
+      own(settings, profile),
+    );
     models.push({
       name,
       profile,
       backend: backendOf(profile),
-      servers: sorted.map((i) => ({
+      servers: (viaRouter ? [viaRouter] : sorted).map((i) => ({
         name: i.name.replace(/[^A-Za-z0-9._-]/g, '_'),
         host: loopback(i.host),
         port: i.port,
       })),
       apiKeyEnv: list[0]!.apiKeyEnv,
       // no sleep (idle sleep, the waker, eviction by sleep) where vLLM's wake crashes: GB10 without the fix
-      // (engine/sleep.ts)
-      sleepMode: list.every((i) => i.argv.includes('--enable-sleep-mode') && !unifiedSleepRefusal(i)),
+      // (engine/sleep.ts), nor through a router (a sleep or a wake would reach one replica of several)
+      sleepMode:
+        !viaRouter && list.every((i) => i.argv.includes('--enable-sleep-mode') && !unifiedSleepRefusal(i)),
       maxModelLen: list[0]!.maxModelLen,
-      admission: admissionOf(
-        sorted.map((i) => i.argv),
-        settings[profile],
-      ),
+      // through the router, the one server takes what every replica takes
+      admission: viaRouter ? { ...admission, perServer: admission.perServer * sorted.length } : admission,
     });
   }
   return { models, skipped };
