@@ -343,8 +343,7 @@ export function modelsOf(
       apiKeyEnv: list[0]!.apiKeyEnv,
       // no sleep (idle sleep, the waker, eviction by sleep) where vLLM's wake crashes: GB10 without the fix
       // (engine/sleep.ts), nor through a router (a sleep or a wake would reach one replica of several)
-      sleepMode:
-        !viaRouter && list.every((i) => i.argv.includes('--enable-sleep-mode') && !unifiedSleepRefusal(i)),
+      sleepMode: !viaRouter && list.every((i) => i.argv.includes('--enable-sleep-mode') && !unifiedSleepRefusal(i)),
       maxModelLen: list[0]!.maxModelLen,
       // through the router, the one server takes what every replica takes
       admission: viaRouter ? { ...admission, perServer: admission.perServer * sorted.length } : admission,
