@@ -231,6 +231,16 @@ export async function resolveCommit(hub: Hub, repo: string, revision: string, si
 
 const MAX_TREE_ENTRIES = 200_000;
 
+/** A tree listing page as the Hub writes it: a JSON array of objects (each entry checked field by field after). */
+function isEntryList(body: Buffer): boolean {
+  try {
+    const v: unknown = JSON.parse(body.toString('utf8'));
+    return Array.isArray(v) && v.every((e) => typeof e === 'object' && e !== null && !Array.isArray(e));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Every file of the repository at a commit (the recursive tree listing, every page). A listing is
  * bounded by what the server cannot move: entries (200,000), pages (2000), a page that points at a
@@ -262,6 +272,13 @@ export async function listTree(hub: Hub, repo: string, commit: string, signal?: 
     const res = await get(hub, url, { signal: all, headers: { accept: 'application/json' } });
     if (!res.ok) throw await refusal(hub, repo, res, what);
     const body = await readBounded(res, 64 * 1024 * 1024, 'tree listing');
+    // the library iterates whatever the page holds: a string or an object passed as no entries, a null crashed it
+    if (!isEntryList(body))
+      throw new HubError(
+        'protocol',
+        `${what}: page ${seen.size} is not a JSON list of entries (${JSON.stringify(body.toString('utf8', 0, 120))})`,
+        'check the mirror (HF_ENDPOINT)',
+      );
     if (/rel="?next"?/.test(res.headers.get('link') ?? '') && /^\s*\[\s*\]\s*$/.test(body.toString('utf8')))
       throw new HubError(
         'protocol',
@@ -670,11 +687,11 @@ async function fetchRange(
   } catch (e) {
     if (e instanceof HubError || opts.signal?.aborted) throw e;
     if (tooSlow) throw new TooSlow(tooSlow, n);
-    // A dropped or stalled connection: what was written stays; the caller asks for the rest.
+    // A dropped or stalled connection: what was written stays; the caller asks for the rest (no byte: hub.timeoutMs).
     if (n > 0) return n;
     throw new HubError(
       'network',
-      `${f.path}: ${stall.signal.aborted ? `no bytes for ${hub.stallMs} ms` : networkCause(e)}`,
+      `${f.path}: ${stall.signal.aborted ? `no bytes for ${hub.timeoutMs} ms` : networkCause(e)}`,
     );
   } finally {
     clearTimeout(timer);

@@ -463,6 +463,24 @@ describe('listTree: every file of a commit, every page, within bounds the server
     expect(m.requests).toHaveLength(1);
   });
 
+  it.each([
+    ['a JSON string', '"config.json"'],
+    ['an object', '{}'],
+    ['a null entry', '[null]'],
+    ['entries that are no objects', '[1, "x"]'],
+    ['an entry that is a list', '[[]]'],
+    ['no JSON at all', 'config.json'],
+  ])('a page that is %s: a protocol error naming the page, never an empty listing', async (_what, body) => {
+    const m = await playing((_q, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+    const e = await rejection(listTree(hubAt(m.url), 'org/m', COMMIT));
+    expect(e.kind).toBe('protocol');
+    expect(e.message).toMatch(/: page \d+ is not a JSON list of entries \(/);
+    expect(e.message).toContain(JSON.stringify(body.slice(0, 120)));
+  });
+
   const A = 'a'.repeat(40);
   const S = 'b'.repeat(64);
   it.each<[string, Record<string, unknown>]>([
@@ -724,7 +742,7 @@ describe('downloadFile: one file streamed to its partial file, resumed, checked,
     const t0 = Date.now();
     const e = await rejection(
       downloadFile(
-        hubAt(m.url, { timeoutMs: 200, stallMs: 200 }),
+        hubAt(m.url, { timeoutMs: 200, stallMs: 60_000 }),
         c,
         'org/m',
         COMMIT,
@@ -736,6 +754,7 @@ describe('downloadFile: one file streamed to its partial file, resumed, checked,
       ),
     );
     expect(Date.now() - t0).toBeLessThan(4000);
+    // the first timer ended it (no byte came), and the message names that one, not the gap between bytes
     expect(e).toMatchObject({ kind: 'network', message: 'x.bin: no bytes for 200 ms' });
   });
 
