@@ -72,12 +72,25 @@ function need(c: Json, field: string, ...alts: string[]): number {
   );
 }
 
+/**
+ * A field whose absence (or null) has a default: absent, undefined; present, a positive integer or refused. A value
+ * that is there but unreadable ("8", 0, 1.5) is never taken for absent: the default (every head a KV head) gave four
+ * times the KV cache of a model whose num_key_value_heads was written as a string.
+ */
+function optional(c: Json, field: string): number | undefined {
+  if (c[field] === undefined || c[field] === null) return undefined;
+  const v = int(c[field]);
+  if (v === undefined)
+    throw new Missing(field, `${field}: ${JSON.stringify(c[field]).slice(0, 40)} (a positive integer)`);
+  return v;
+}
+
 /** Attention of the usual kind: heads and head size as vLLM's Attention layer gets them. */
 function attention(c: Json, extra: { window?: number; chunk?: number } = {}): LayerCache {
   const heads = need(c, 'num_attention_heads', 'n_head');
-  const kvHeads = int(c.num_key_value_heads) ?? heads;
+  const kvHeads = optional(c, 'num_key_value_heads') ?? heads;
   const hidden = int(c.hidden_size);
-  const headSize = int(c.head_dim) ?? (hidden ? Math.floor(hidden / heads) : need(c, 'head_dim'));
+  const headSize = optional(c, 'head_dim') ?? (hidden ? Math.floor(hidden / heads) : need(c, 'head_dim'));
   // K and V sizes differ only where the model class passes head_size_v (mimo_v2.py); elsewhere V = K.
   return { kind: 'attention', kvHeads, headSize, headSizeV: headSize, ...extra };
 }
@@ -168,7 +181,7 @@ function mimoV2(c: Json): Layout | NotModelled {
       layers.push([
         {
           kind: 'attention',
-          kvHeads: int(c.swa_num_key_value_heads) ?? heads,
+          kvHeads: optional(c, 'swa_num_key_value_heads') ?? heads,
           headSize,
           headSizeV: int(c.swa_v_head_dim) ?? headSize,
           window,
@@ -292,7 +305,7 @@ function gemma4(c: Json, n: number): Layout | NotModelled {
   const globalHead = int(c.global_head_dim) ?? need(c, 'head_dim');
   const globalKv =
     c.attention_k_eq_v === true
-      ? (int(c.num_global_key_value_heads) ?? need(c, 'num_key_value_heads'))
+      ? (optional(c, 'num_global_key_value_heads') ?? need(c, 'num_key_value_heads'))
       : need(c, 'num_key_value_heads');
   const layers: LayerCache[][] = [];
   for (const [i, k] of (lt as string[]).entries()) {

@@ -561,3 +561,33 @@ describe('hostile values: bounded, typed, and the input left alone', () => {
     }
   });
 });
+
+describe('a field with a default, present but unreadable, is never taken for absent', () => {
+  const base = { model_type: 'llama', num_attention_heads: 32, hidden_size: 4096, num_hidden_layers: 2 };
+  it.each<[string, unknown]>([
+    ['a string', '8'],
+    ['zero', 0],
+    ['a negative', -1],
+    ['a fraction', 1.5],
+    ['a list', [8]],
+  ])('num_key_value_heads as %s: not modelled, quoted (the default would be four times the KV cache)', (_w, v) => {
+    const r = readLayout({ ...base, num_key_value_heads: v }, 2);
+    expect(r).toEqual({
+      notModelled: 'num_key_value_heads',
+      why: `num_key_value_heads: ${JSON.stringify(v)} (a positive integer)`,
+    });
+  });
+
+  it('absent or null: every head a KV head, as transformers reads it', () => {
+    for (const c of [base, { ...base, num_key_value_heads: null }]) {
+      const r = readLayout(c, 2);
+      expect('layers' in r && r.layers[0]![0]).toMatchObject({ kind: 'attention', kvHeads: 32, headSize: 128 });
+    }
+  });
+
+  it('head_dim as a string: not modelled, not hidden_size / heads', () => {
+    expect(readLayout({ ...base, num_key_value_heads: 8, head_dim: '128' }, 2)).toMatchObject({
+      notModelled: 'head_dim',
+    });
+  });
+});
