@@ -51,6 +51,10 @@ const int = (v: unknown): number | undefined =>
 const nonneg = (v: unknown): number | undefined =>
   typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= 10_000_000 ? v : undefined;
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
+/** A value from the config as a reason quotes it: JSON, cut at 40 characters (a config's text is hostile). */
+const quote = (v: unknown): string => (JSON.stringify(v) ?? String(v)).slice(0, 40);
+/** A model_type in a reason: as written when it is a plain name, else quoted and cut. */
+const typeName = (t: string): string => (/^[\w.-]{1,64}$/.test(t) ? t : quote(t));
 
 class Missing extends Error {
   constructor(
@@ -66,10 +70,7 @@ function need(c: Json, field: string, ...alts: string[]): number {
     const v = int(c[k]);
     if (v !== undefined) return v;
   }
-  throw new Missing(
-    field,
-    `${field}: ${c[field] === undefined ? 'missing' : JSON.stringify(c[field]).slice(0, 40)} (a positive integer)`,
-  );
+  throw new Missing(field, `${field}: ${c[field] === undefined ? 'missing' : quote(c[field])} (a positive integer)`);
 }
 
 /**
@@ -80,8 +81,7 @@ function need(c: Json, field: string, ...alts: string[]): number {
 function optional(c: Json, field: string): number | undefined {
   if (c[field] === undefined || c[field] === null) return undefined;
   const v = int(c[field]);
-  if (v === undefined)
-    throw new Missing(field, `${field}: ${JSON.stringify(c[field]).slice(0, 40)} (a positive integer)`);
+  if (v === undefined) throw new Missing(field, `${field}: ${quote(c[field])} (a positive integer)`);
   return v;
 }
 
@@ -154,7 +154,7 @@ function nemotronH(c: Json, n: number): Layout | NotModelled {
     else
       return {
         notModelled: `${field}[${i}]`,
-        why: `layer kind ${JSON.stringify(k.replace(/^\?/, ''))} is not one vLLM's NemotronH builds (M * - E)`,
+        why: `layer kind ${quote(k.replace(/^\?/, ''))} is not one vLLM's NemotronH builds (M * - E)`,
       };
   }
   return {
@@ -193,7 +193,7 @@ function mimoV2(c: Json): Layout | NotModelled {
     } else
       return {
         notModelled: `hybrid_layer_pattern[${i}]`,
-        why: `${JSON.stringify(p)} is neither 0 (full attention) nor 1 (sliding window)`,
+        why: `${quote(p)} is neither 0 (full attention) nor 1 (sliding window)`,
       };
   }
   return { layers, readFrom: 'hybrid_layer_pattern', family: 'mimo_v2' };
@@ -254,7 +254,7 @@ function gatedDeltaNet(c: Json, n: number, family: Layout['family']): Layout | N
     else
       return {
         notModelled: `layer_types[${i}]`,
-        why: `${JSON.stringify(k)} is not a layer kind vLLM's ${family} builds`,
+        why: `${quote(k)} is not a layer kind vLLM's ${family} builds`,
       };
   }
   return { layers, readFrom: field, family, ssmDtype: family === 'qwen3_5' ? str(c.mamba_ssm_dtype) : undefined };
@@ -296,7 +296,7 @@ function gemma4(c: Json, n: number): Layout | NotModelled {
   if (shared !== undefined && shared !== null && shared !== 0)
     return {
       notModelled: 'num_kv_shared_layers',
-      why: `${JSON.stringify(shared)}: the last layers share an earlier layer's KV cache (Gemma4Attention kv_sharing_target_layer_name), which this planner does not model`,
+      why: `${quote(shared)}: the last layers share an earlier layer's KV cache (Gemma4Attention kv_sharing_target_layer_name), which this planner does not model`,
     };
   const lt = c.layer_types;
   if (!Array.isArray(lt) || lt.length !== n || !lt.every((x) => typeof x === 'string'))
@@ -316,12 +316,12 @@ function gemma4(c: Json, n: number): Layout | NotModelled {
     else if (k === 'sliding_attention')
       return {
         notModelled: 'sliding_window',
-        why: `layer_types[${i}] is sliding_attention but sliding_window is ${JSON.stringify(c.sliding_window)}`,
+        why: `layer_types[${i}] is sliding_attention but sliding_window is ${quote(c.sliding_window)}`,
       };
     else
       return {
         notModelled: `layer_types[${i}]`,
-        why: `${JSON.stringify(k)} is not a layer kind vLLM's Gemma 4 builds`,
+        why: `${quote(k)} is not a layer kind vLLM's Gemma 4 builds`,
       };
   }
   return { layers, readFrom: 'layer_types, global_head_dim', family: 'gemma4' };
@@ -372,7 +372,7 @@ function decilm(c: Json, n: number): Layout | NotModelled {
     if (!g || heads % g)
       return {
         notModelled: `block_configs[${i}].attention.n_heads_in_group`,
-        why: `${JSON.stringify(a.n_heads_in_group)} does not divide the ${heads} attention heads`,
+        why: `${quote(a.n_heads_in_group)} does not divide the ${heads} attention heads`,
       };
     layers.push([{ kind: 'attention', kvHeads: heads / g, headSize, headSizeV: headSize }]);
   }
@@ -393,12 +393,12 @@ function layerTypes(c: Json, n: number): Layout | NotModelled {
     else if (k === 'sliding_attention')
       return {
         notModelled: 'sliding_window',
-        why: `layer_types[${i}] is sliding_attention but sliding_window is ${JSON.stringify(c.sliding_window)}`,
+        why: `layer_types[${i}] is sliding_attention but sliding_window is ${quote(c.sliding_window)}`,
       };
     else
       return {
         notModelled: `layer_types[${i}]`,
-        why: `${JSON.stringify(k)} is a layer kind this planner does not model`,
+        why: `${quote(k)} is a layer kind this planner does not model`,
       };
   }
   return { layers, readFrom: 'layer_types' };
@@ -499,7 +499,10 @@ function unmodelledFamily(c: Json, type: string): NotModelled | undefined {
     };
   if (UNMODELLED_TYPES.includes(type)) {
     const field = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
-    return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };
+    return {
+      notModelled: field,
+      why: `${typeName(type)}: its cache layout (vLLM's own spec for it) is not modelled here`,
+    };
   }
   // Encoder-only models (BERT and its kin) run as pooling models: bidirectional attention keeps no KV cache
   // (EncoderOnlyAttentionSpec.max_memory_usage_bytes is 0; Attention.get_kv_cache_spec returns None for ENCODER_ONLY)
@@ -545,7 +548,7 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
       if (!int(c.attention_chunk_size))
         return {
           notModelled: 'attention_chunk_size',
-          why: `${JSON.stringify(c.attention_chunk_size)} is not a chunk size`,
+          why: `${quote(c.attention_chunk_size)} is not a chunk size`,
         };
       return llama4(c, n);
     }
@@ -577,7 +580,7 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
       c.use_sliding_window !== false &&
       nonneg(c.sliding_window) !== 0
     )
-      return { notModelled: 'sliding_window', why: `${JSON.stringify(c.sliding_window)} is not a window in tokens` };
+      return { notModelled: 'sliding_window', why: `${quote(c.sliding_window)} is not a window in tokens` };
     return { layers: Array.from({ length: n }, () => [attention(c)]), readFrom: 'num_hidden_layers' };
   } catch (e) {
     if (e instanceof Missing) return { notModelled: e.field, why: e.why };
