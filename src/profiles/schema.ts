@@ -29,7 +29,7 @@ export const ModelBlock = z
   .strictObject({
     id: z
       .string()
-      .min(1)
+      // empty is no repo id either: one message, not two
       .refine(
         isModelId,
         'a Hugging Face repo id (ORG/NAME or NAME: letters, digits, "-", "_", "."; no "--" or "..") or an absolute path; never a flag ("-..." or "--x=y" would reach vLLM as one)',
@@ -94,12 +94,9 @@ export const ModelBlock = z
 export const EngineBlock = z.strictObject({
   vllmVersion: z
     .string()
-    .regex(
-      /^(auto|\d[0-9A-Za-z.+!_-]{0,95})$/,
-      'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto',
-    )
+    // one check, one message (a regex and a refine each said it: the same line twice)
     .refine(
-      (v) => v === 'auto' || isPep440(v),
+      (v) => v === 'auto' || (/^\d[0-9A-Za-z.+!_-]{0,95}$/.test(v) && isPep440(v)),
       'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto',
     )
     .default('auto')
