@@ -340,11 +340,14 @@ function ctWeights(
     if (group === 32 || format === 'mxfp4-pack-quantized') return mx(4);
     return no(`4-bit float weights with group_size ${JSON.stringify(w.group_size)} (NVFP4 has 16, MXFP4 32)`);
   }
+  // compressed-tensors' QuantizationArgs: dynamic defaults to False, so activations without the key are static (an input
+  // scale per layer, as vLLM's is_static_input_scheme reads it); "local" or true is dynamic
+  const staticInput = !!input && !input.dynamic;
   if (type === 'float' && bits === 8) {
     if (group === 32 && format === 'mxfp8-quantized') return mx(8);
     if (strategy === 'block') return block ? fp8('block', block) : no('block strategy without a block_structure');
-    if (strategy === 'channel') return fp8('channel', undefined, !!input && input.dynamic === false);
-    if (strategy === 'tensor') return fp8('tensor', undefined, !!input && input.dynamic === false);
+    if (strategy === 'channel') return fp8('channel', undefined, staticInput);
+    if (strategy === 'tensor') return fp8('tensor', undefined, staticInput);
     return no(`fp8 weights with strategy ${JSON.stringify(strategy)}`);
   }
   if (type === 'int' && (bits === 4 || bits === 8) && (!input || format === 'pack-quantized')) {
@@ -355,7 +358,7 @@ function ctWeights(
   }
   if (type === 'int' && bits === 8 && input && posInt(input.num_bits) === 8)
     return strategy === 'channel' || strategy === 'tensor'
-      ? int8(strategy === 'channel', input.dynamic === false, symmetric)
+      ? int8(strategy === 'channel', staticInput, symmetric)
       : no(`int8 W8A8 with strategy ${JSON.stringify(strategy)}`);
   return no(
     `${type} ${JSON.stringify(w.num_bits)}-bit weights${input ? ` with ${JSON.stringify(input.num_bits)}-bit activations` : ''} are not a format this planner prices`,

@@ -194,7 +194,9 @@ describe('module by module, as vLLM creates the weights', () => {
       });
     expect(withDynamic(false).bytes(q, 2)).toBe(4096 * 4096 + 4 + 4);
     expect(withDynamic(true).bytes(q, 2)).toBe(4096 * 4096 + 4);
+    // the recorded block writes no "dynamic": QuantizationArgs' default is False, so its input scale is static
     const s = schemeOf(LLAMA_FP8_CT);
+    expect(s.bytes(q, 2)).toBe(4096 * 4096 + 4 + 4);
     expect(s.bytes(lmHead, 2)).toBe(bf16(lmHead));
     expect(s.bytes(embed, 2)).toBe(bf16(embed));
   });
