@@ -340,8 +340,8 @@ function ctWeights(
     if (group === 32 || format === 'mxfp4-pack-quantized') return mx(4);
     return no(`4-bit float weights with group_size ${JSON.stringify(w.group_size)} (NVFP4 has 16, MXFP4 32)`);
   }
-  // compressed-tensors' QuantizationArgs: dynamic defaults to False, so activations without the key are static (an input
-  // scale per layer, as vLLM's is_static_input_scheme reads it); "local" or true is dynamic
+  // compressed-tensors' QuantizationArgs: dynamic defaults to False, so activations without the key are static (an
+  // input scale per layer, as vLLM's is_static_input_scheme reads it); "local" or true is dynamic
   const staticInput = !!input && !input.dynamic;
   if (type === 'float' && bits === 8) {
     if (group === 32 && format === 'mxfp8-quantized') return mx(8);

@@ -29,9 +29,10 @@ export const ModelBlock = z
   .strictObject({
     id: z
       .string()
-      // empty is no repo id either: one message, not two
+      .min(1)
+      // an empty id is said once, by min(1) (kept: the JSON Schema's minLength)
       .refine(
-        isModelId,
+        (v) => v === '' || isModelId(v),
         'a Hugging Face repo id (ORG/NAME or NAME: letters, digits, "-", "_", "."; no "--" or "..") or an absolute path; never a flag ("-..." or "--x=y" would reach vLLM as one)',
       )
       .optional()
@@ -94,9 +95,13 @@ export const ModelBlock = z
 export const EngineBlock = z.strictObject({
   vllmVersion: z
     .string()
-    // one check, one message (a regex and a refine each said it: the same line twice)
+    .regex(
+      /^(auto|\d[0-9A-Za-z.+!_-]{0,95})$/,
+      'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto',
+    )
+    // what the regex (kept: the JSON Schema's pattern) lets through, checked further; what it refused is said once
     .refine(
-      (v) => v === 'auto' || (/^\d[0-9A-Za-z.+!_-]{0,95}$/.test(v) && isPep440(v)),
+      (v) => !/^\d[0-9A-Za-z.+!_-]{0,95}$/.test(v) || isPep440(v),
       'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto',
     )
     .default('auto')

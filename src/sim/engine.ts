@@ -88,7 +88,9 @@ export class Engine {
   generations = 0;
   dead = false;
 
-  /** A request to a dead engine fails before it is answered (vLLM checks engine_client.errored first): even a stream. */
+  /**
+   * A request to a dead engine fails before it is answered (vLLM checks engine_client.errored first): even a stream.
+   */
   assertAlive(): void {
     if (this.dead) throw new EngineDead(DEAD);
   }
