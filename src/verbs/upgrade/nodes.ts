@@ -663,17 +663,7 @@ function sayUnchanged(
 async function afterCopy(
   rec0: ClusterRecord,
   opts: NodesUpgradeOptions,
-  r: {
-    dir: string;
-    name: string;
-    l: ClusterLaunch;
-    file: string;
-    nf: NodesFile;
-    nodes: string[];
-    cur: PlannedCluster;
-    canaryNf?: NodesFile;
-    cand0: NodesCandidate;
-  },
+  r: Pick<NodesUpgrade, 'dir' | 'name' | 'l' | 'file' | 'nf' | 'nodes' | 'cur' | 'cand0'> & { canaryNf?: NodesFile },
 ): Promise<NodesUpgrade | undefined> {
   const { dir, name, l, file, nf, nodes, cur, canaryNf, cand0 } = r;
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
