@@ -14,7 +14,7 @@ import ts from 'typescript';
 const root = new URL('..', import.meta.url).pathname;
 const DIRS = ['src', 'test', 'scripts', 'bin'];
 const SKIP = /(^|\/)(fixtures|node_modules)(\/|$)/;
-const DIRECTIVE = /^(biome-ignore|@ts-|eslint|prettier|#region|#endregion|\/|<reference)/;
+const DIRECTIVE = /^(biome-ignore|@ts-|eslint|prettier|#region|#endregion|<reference)/;
 
 function files(dir) {
   const out = [];

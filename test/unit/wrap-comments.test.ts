@@ -98,6 +98,14 @@ describe('wrap-comments', () => {
     expect(wrap(src).text).toBe(src);
   });
 
+  it('a comment that opens with a path is prose like any other (only tool directives are left)', () => {
+    expect(lines(wrap('// /proc/net/tcp texts: the listening ports of these inodes\n').text)).toEqual([
+      '// /proc/net/tcp texts: the listening',
+      '// ports of these inodes',
+      '',
+    ]);
+  });
+
   it('a word longer than the width stands alone and the result is stable', () => {
     const src = '// see https://example.com/a/very/long/path/that/cannot/be/split for why\n';
     const r = wrap(src);

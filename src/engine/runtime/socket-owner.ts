@@ -94,7 +94,8 @@ export interface TcpView {
 }
 
 /**
- * /proc/net/tcp{,6} texts -> the listening ports and established connections of these socket inodes. Pure; lines that do not parse are skipped.
+ * /proc/net/tcp{,6} texts -> the listening ports and established connections of these socket inodes. Pure; lines that
+ * do not parse are skipped.
  */
 export function parseTcp(texts: ReadonlyArray<string | null>, inodes: ReadonlySet<string>): TcpView {
   const port = (addr: string) => {
