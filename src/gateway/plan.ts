@@ -311,7 +311,8 @@ export function modelsOf(
   for (const [profile, list] of [...byProfile].sort(([a], [b]) => a.localeCompare(b))) {
     const name = list[0]!.servedName;
     const router = routers.get(profile);
-    if (list.some((i) => i.uds) && !router) {
+    const onSockets = list.some((i) => i.uds);
+    if (onSockets && !router) {
       skipped.push(`${profile}: its replicas listen on Unix sockets behind a router that is not running`);
       continue;
     }
@@ -326,7 +327,7 @@ export function modelsOf(
     }
     seen.set(name, profile);
     const sorted = [...list].sort((a, b) => a.port - b.port);
-    const viaRouter = list.some((i) => i.uds) ? router : undefined;
+    const viaRouter = onSockets ? router : undefined;
     const admission = admissionOf(
       sorted.map((i) => i.argv),
       own(settings, profile),

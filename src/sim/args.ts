@@ -67,8 +67,9 @@ export function parseVllmArgs(argv: string[], vllmVersion: string): SimArgs {
     let inline = eq > 0 ? raw.slice(eq + 1) : undefined;
     let name: string | undefined;
     let kind: Kind | undefined;
-    if (Object.hasOwn(SIM_FLAGS, spelled)) {
-      sim.set(spelled, own(SIM_FLAGS, spelled) === 'value' ? takeValue() : true);
+    const simKind = own(SIM_FLAGS, spelled);
+    if (simKind) {
+      sim.set(spelled, simKind === 'value' ? takeValue() : true);
       continue;
     }
     if (!spelled.startsWith('--')) {

@@ -207,7 +207,8 @@ export async function simServe(argv: string[]): Promise<void> {
   try {
     await simServeInner(argv);
   } catch (e) {
-    // A number flag given a word is read where it is used (num()): refused as vLLM's parser does, not a bug.
+    // A refused argument (ArgError: from the parse, or a number flag given a word, read where it is used) is vLLM's
+    // argparse refusal, not a bug.
     if (e instanceof ArgError) usageExit(e, currentEngine);
     // The simulator is its own program (it exits like vLLM does): never hang on a bug, never leave EngineCore.
     process.stderr.write(`sparkctl sim: internal error: ${(e as Error).stack ?? e}\n`);
@@ -298,9 +299,10 @@ function ipcSockets(): void {
 }
 
 /**
- * The version played, the arguments and faults as vLLM's parser takes them; a bad one exits 2 as vLLM's argparse does.
+ * The version played, the arguments and faults as vLLM's parser takes them; a bad one throws ArgError, which simServe
+ * refuses as vLLM's argparse does (usageExit).
  */
-function parseOrExit(argv: string[]): {
+function parseArgv(argv: string[]): {
   version: string;
   args: ReturnType<typeof parseVllmArgs>;
   faults: Faults;
@@ -312,23 +314,9 @@ function parseOrExit(argv: string[]): {
   // 'auto' (a profile that lets the installed vLLM decide): the simulator is that vLLM, and plays the
   // version sparkctl renders for 'auto' (the newest table), so what was rendered is what it accepts.
   const version = asked === 'auto' ? targetVersion('auto') : asked;
-  return orUsageExit(() => {
-    const args = parseVllmArgs(argv, version);
-    const faults = parseFaults(
-      [process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','),
-    );
-    return { version, args, faults, prefillFromEnv: envRate('SPARKCTL_SIM_PREFILL_TPS') };
-  });
-}
-
-/** What reads the arguments, with a refusal (ArgError) ending the process as vLLM's argparse does. */
-function orUsageExit<T>(read: () => T): T {
-  try {
-    return read();
-  } catch (e) {
-    if (!(e instanceof ArgError)) throw e;
-    usageExit(e);
-  }
+  const args = parseVllmArgs(argv, version);
+  const faults = parseFaults([process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','));
+  return { version, args, faults, prefillFromEnv: envRate('SPARKCTL_SIM_PREFILL_TPS') };
 }
 
 /** vLLM's argparse refusal: its usage line, the error, exit 2 (the engine process, if one started, killed). */
@@ -339,7 +327,7 @@ function usageExit(e: ArgError, engineProc?: ChildProcess): never {
 }
 
 function readSetup(argv: string[]): SimSetup {
-  const { version, args, faults, prefillFromEnv } = parseOrExit(argv);
+  const { version, args, faults, prefillFromEnv } = parseArgv(argv);
   const f = args.flags;
   const known = modelFacts(args.model, str(args.sim, '--sim-profile'));
   const base = known.profile;
